@@ -1,0 +1,1 @@
+"""Body models: SMPL-X files (real, user supplied, or procedurally generated) and a fast forward."""

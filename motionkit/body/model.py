@@ -1,0 +1,139 @@
+"""Batched SMPL-X forward that computes only what fitting needs (fitting.md section 5).
+
+The 55 kinematic joints come from forward kinematics on the shaped rest joints
+``J(beta) = J_regressor (v_template + shapedirs beta)`` (precomputed as ``J_template`` and
+``J_shapedirs``); the vertex keypoints (nose, eyes, ears, feet, fingertips) are skinned with full
+LBS, pose correctives included, for those vertices only. The result equals ``smplx.SMPLXLayer``'s
+joints (first 76 columns) with hands, jaw and eyes at identity.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import roma
+import torch
+
+from motionkit.body.model_file import BodyModelFile, load_model_file
+from motionkit.conventions import SMPLX_NUM_JOINTS, SMPLX_VERTEX_KEYPOINTS
+
+
+def _depth_levels(parents: np.ndarray) -> list[np.ndarray]:
+    depth = np.zeros(len(parents), dtype=int)
+    for i in range(1, len(parents)):
+        depth[i] = depth[parents[i]] + 1
+    return [np.flatnonzero(depth == d) for d in range(1, depth.max() + 1)]
+
+
+class BodyModel(torch.nn.Module):
+    """Joints-only SMPL-X forward.
+
+    Args:
+        model: a loaded ``BodyModelFile`` (or None to load the default / ``$MOTIONKIT_BODY_MODEL``).
+        vertex_keypoints: names from ``conventions.SMPLX_VERTEX_KEYPOINTS`` to compute (all 21 by
+            default); output columns 55.. follow the order of the full smplx layout, restricted.
+        dtype: float32 for fitting, float64 for synthesis and tests.
+    """
+
+    def __init__(
+        self,
+        model: BodyModelFile | None = None,
+        vertex_keypoints: tuple[str, ...] | None = None,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        super().__init__()
+        model = model if model is not None else load_model_file()
+        self.identity = model.identity
+        names = [n for n, _ in SMPLX_VERTEX_KEYPOINTS]
+        keep = names if vertex_keypoints is None else [n for n in names if n in set(vertex_keypoints)]
+        self.vertex_keypoint_names = tuple(keep)
+        vid = np.array([dict(SMPLX_VERTEX_KEYPOINTS)[n] for n in keep], dtype=np.int64)
+        Jr = model.J_regressor
+        t = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=dtype)  # noqa: E731
+        self.register_buffer("J_template", t(Jr @ model.v_template))  # (55, 3)
+        self.register_buffer("J_shapedirs", t(np.einsum("jv,vcb->jcb", Jr, model.shapedirs)))  # (55, 3, 10)
+        self.register_buffer("kp_template", t(model.v_template[vid]))  # (K, 3)
+        self.register_buffer("kp_shapedirs", t(model.shapedirs[vid]))  # (K, 3, 10)
+        self.register_buffer("kp_posedirs", t(model.posedirs[vid].reshape(len(vid) * 3, 486).T))  # (486, K*3)
+        self.register_buffer("kp_weights", t(model.weights[vid]))  # (K, 55)
+        self.parents = model.parents.copy()
+        self._levels = [torch.as_tensor(lv) for lv in _depth_levels(self.parents)]
+        self._level_parents = [torch.as_tensor(self.parents[lv.numpy()]) for lv in self._levels]
+
+    @classmethod
+    def load(cls, path=None, **kw) -> BodyModel:
+        return cls(load_model_file(path), **kw)
+
+    @property
+    def num_outputs(self) -> int:
+        return SMPLX_NUM_JOINTS + len(self.vertex_keypoint_names)
+
+    def rest_joints(self, betas: torch.Tensor) -> torch.Tensor:
+        """``betas (..., 10)`` -> rest-pose joints ``(..., 55, 3)``."""
+        return self.J_template + torch.einsum("jcb,...b->...jc", self.J_shapedirs, betas)
+
+    def forward(
+        self,
+        betas: torch.Tensor,
+        global_orient: torch.Tensor,
+        body_pose: torch.Tensor,
+        transl: torch.Tensor | None = None,
+        *,
+        other_pose: torch.Tensor | None = None,
+        return_transforms: bool = False,
+    ):
+        """Posed joints.
+
+        Args:
+            betas: ``(..., 10)``.
+            global_orient: ``(..., 3, 3)`` rotation matrix or ``(..., 3)`` axis-angle.
+            body_pose: ``(..., 21, 3, 3)`` or ``(..., 21, 3)`` axis-angle (joints 1..21).
+            transl: ``(..., 3)`` metres, added to every output.
+            other_pose: optional ``(..., 33, 3, 3)`` for jaw, eyes and hands (identity by default).
+            return_transforms: also return the global joint rotations ``(..., 55, 3, 3)``.
+
+        Returns:
+            ``(..., 55 + K, 3)`` joints in the model/world frame of ``global_orient``.
+        """
+        if global_orient.shape[-1] == 3 and global_orient.shape[-2:] != (3, 3):
+            global_orient = roma.rotvec_to_rotmat(global_orient)
+        if body_pose.shape[-2:] != (3, 3):
+            body_pose = roma.rotvec_to_rotmat(body_pose)
+        batch = torch.broadcast_shapes(betas.shape[:-1], global_orient.shape[:-2], body_pose.shape[:-3])
+        dtype, dev = self.J_template.dtype, self.J_template.device
+        if other_pose is None:
+            other_pose = torch.eye(3, dtype=dtype, device=dev).expand(*batch, 33, 3, 3)
+        R = torch.cat(
+            [
+                global_orient.expand(*batch, 3, 3)[..., None, :, :],
+                body_pose.expand(*batch, 21, 3, 3),
+                other_pose.expand(*batch, 33, 3, 3),
+            ],
+            dim=-3,
+        )  # (..., 55, 3, 3)
+        Jrest = self.rest_joints(betas).expand(*batch, SMPLX_NUM_JOINTS, 3)
+        # forward kinematics level by level (11 levels instead of 55 sequential steps)
+        GR = R.new_empty(R.shape)
+        Gt = Jrest.new_empty(Jrest.shape)
+        GR[..., 0, :, :] = R[..., 0, :, :]
+        Gt[..., 0, :] = Jrest[..., 0, :]
+        for lv, lp in zip(self._levels, self._level_parents, strict=True):
+            pR = GR[..., lp, :, :]
+            rel = Jrest[..., lv, :] - Jrest[..., lp, :]
+            GR[..., lv, :, :] = pR @ R[..., lv, :, :]
+            Gt[..., lv, :] = Gt[..., lp, :] + (pR @ rel[..., None])[..., 0]
+        joints = Gt
+        outs = [joints]
+        if len(self.vertex_keypoint_names):
+            eye = torch.eye(3, dtype=dtype, device=dev)
+            pose_feat = (R[..., 1:, :, :] - eye).reshape(*batch, 486)
+            v = self.kp_template + torch.einsum("kcb,...b->...kc", self.kp_shapedirs, betas)
+            v = v + (pose_feat @ self.kp_posedirs).reshape(*batch, -1, 3)
+            # LBS: A_j x = G_R (x - J_j) + G_t
+            At = Gt - (GR @ Jrest[..., None])[..., 0]  # (..., 55, 3)
+            WR = torch.einsum("kj,...jab->...kab", self.kp_weights, GR)
+            Wt = torch.einsum("kj,...ja->...ka", self.kp_weights, At)
+            outs.append((WR @ v[..., None])[..., 0] + Wt)
+        out = torch.cat(outs, dim=-2)
+        if transl is not None:
+            out = out + transl[..., None, :]
+        return (out, GR) if return_transforms else out

@@ -1,0 +1,1 @@
+"""Synthetic Ego-Exo4D takes with ground truth."""

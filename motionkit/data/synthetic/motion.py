@@ -1,0 +1,231 @@
+"""Procedural body motion for synthetic takes: a wearer who walks, turns, stops, leans, crouches and
+steps sideways or back, and bystanders who walk around (close to the wearer, or across the line
+between the wearer and a camera).
+
+Motion is integrated on a control grid (``CONTROL_HZ``) in the Ego-Exo4D world (z up), turned into
+SMPL-X parameters, and grounded so that the lowest foot point touches the floor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy.ndimage import gaussian_filter1d
+
+from motionkit.body.model import BodyModel
+from motionkit.conventions import R_YUP_TO_ZUP, SMPLX_JOINT_NAMES
+from motionkit.geometry.rotations import axis_rotation, matrix_to_rotvec
+
+CONTROL_HZ = 120.0  # a multiple of 30 so that every take frame is a control sample
+J = {n: i for i, n in enumerate(SMPLX_JOINT_NAMES)}
+FOOT_POINTS = (J["left_ankle"], J["right_ankle"], 55 + 5, 55 + 6, 55 + 7, 55 + 8, 55 + 9, 55 + 10)
+
+
+@dataclass
+class Controls:
+    """Per-sample control signals ``(N,)`` (positions ``(N, 2)``) on the control grid."""
+
+    t: np.ndarray  # seconds (take time)
+    xy: np.ndarray  # pelvis ground position, world metres
+    heading: np.ndarray  # facing direction angle in the world xy plane (rad, from +x)
+    gait_phase: np.ndarray  # rad
+    walk_amp: np.ndarray  # 0..1
+    crouch: np.ndarray  # 0..1
+    pitch: np.ndarray  # spine forward lean (rad)
+    roll: np.ndarray  # spine sideways lean (rad, + = to the left)
+    head_yaw: np.ndarray  # rad
+    labels: list[tuple[float, float, str]]  # (start_s, end_s, activity)
+
+
+@dataclass
+class BodySequence:
+    """SMPL-X parameters and joints of one person on a time grid (world, z up)."""
+
+    t: np.ndarray  # (N,) seconds
+    betas: np.ndarray  # (10,)
+    global_orient: np.ndarray  # (N, 3) axis-angle
+    body_pose: np.ndarray  # (N, 21, 3) axis-angle
+    transl: np.ndarray  # (N, 3)
+    joints: np.ndarray  # (N, 76, 3): 55 joints + 21 vertex keypoints
+    T_world_head: np.ndarray  # (N, 4, 4) global transform of the head joint
+    global_rotations: np.ndarray  # (N, 55, 3, 3) float32 world rotation of every joint
+    labels: list[tuple[float, float, str]]
+
+
+def _wrap(a):
+    return (a + np.pi) % (2 * np.pi) - np.pi
+
+
+def _steer(pos, heading, target, dt, max_rate):
+    want = np.arctan2(target[1] - pos[1], target[0] - pos[0])
+    d = _wrap(want - heading)
+    return heading + np.clip(d, -max_rate * dt, max_rate * dt), abs(d)
+
+
+def wearer_controls(rng: np.random.Generator, t: np.ndarray, center: np.ndarray, radius: float) -> Controls:
+    """A varied activity script for the camera wearer inside a disc (``center``, ``radius``)."""
+    n = len(t)
+    dt = 1.0 / CONTROL_HZ
+    xy = np.zeros((n, 2))
+    heading = np.zeros(n)
+    speed_fwd = np.zeros(n)
+    speed_side = np.zeros(n)
+    crouch = np.zeros(n)
+    pitch = np.zeros(n)
+    roll = np.zeros(n)
+    labels = []
+    pos = center + rng.uniform(-0.3, 0.3, 2)
+    h = rng.uniform(-np.pi, np.pi)
+    i = 0
+    acts = ["walk", "turn", "stop", "lean", "crouch", "side_step", "back_step", "walk", "walk"]
+    first = True
+    while i < n:
+        act = "walk" if first else acts[rng.integers(len(acts))]
+        first = False
+        dur = {"walk": rng.uniform(2.5, 4.5), "turn": rng.uniform(1.2, 2.2), "stop": rng.uniform(0.8, 1.6),
+               "lean": rng.uniform(2.0, 3.0), "crouch": rng.uniform(2.2, 3.2), "side_step": rng.uniform(1.2, 1.8),
+               "back_step": rng.uniform(1.0, 1.6)}[act]  # fmt: skip
+        m = min(n - i, int(round(dur * CONTROL_HZ)))
+        labels.append((t[i], t[min(i + m, n - 1)], act))
+        target = center + rng.uniform(-1, 1, 2) * radius * 0.8
+        turn_by = rng.choice([-1, 1]) * rng.uniform(np.pi / 2, np.pi)
+        side = rng.choice([-1, 1])
+        lean_pitch = rng.uniform(0.3, 0.6)
+        lean_roll = rng.choice([-1, 1]) * rng.uniform(0.0, 0.25)
+        for k in range(m):
+            u = k / max(m - 1, 1)
+            bell = np.sin(np.pi * u) ** 2
+            if act == "walk":
+                h, _ = _steer(pos, h, target, dt, np.deg2rad(100))
+                v = 1.2 * min(1.0, np.linalg.norm(target - pos) / 0.5)
+                speed_fwd[i] = v
+            elif act == "turn":
+                h += turn_by / m
+            elif act == "lean":
+                pitch[i] = lean_pitch * bell
+                roll[i] = lean_roll * bell
+            elif act == "crouch":
+                crouch[i] = min(1.0, 1.6 * bell)
+            elif act == "side_step":
+                # step toward the centre side if near the edge
+                sd = side if np.linalg.norm(pos - center) < 0.7 * radius else np.sign(
+                    np.cross(np.array([np.cos(h), np.sin(h)]), center - pos) or 1.0
+                )
+                speed_side[i] = 0.5 * sd * np.sin(np.pi * u)
+            elif act == "back_step":
+                speed_fwd[i] = -0.45 * np.sin(np.pi * u) if np.linalg.norm(pos - center) < 0.8 * radius else 0.0
+            fwd = np.array([np.cos(h), np.sin(h)])
+            left = np.array([-np.sin(h), np.cos(h)])
+            pos = pos + dt * (speed_fwd[i] * fwd + speed_side[i] * left)
+            xy[i] = pos
+            heading[i] = h
+            i += 1
+    return _finish_controls(t, xy, heading, speed_fwd, speed_side, crouch, pitch, roll, rng, labels)
+
+
+def _finish_controls(t, xy, heading, speed_fwd, speed_side, crouch, pitch, roll, rng, labels) -> Controls:
+    sig = 0.12 * CONTROL_HZ  # smooth all controls over ~0.12 s so that segments blend
+    heading = gaussian_filter1d(np.unwrap(heading), sig, mode="nearest")
+    xy = gaussian_filter1d(xy, sig, axis=0, mode="nearest")
+    speed = np.hypot(speed_fwd, speed_side)
+    walk_amp = gaussian_filter1d(np.clip(speed / 1.2, 0, 1), sig, mode="nearest")
+    stride = 1.3  # metres per gait cycle
+    phase = np.cumsum(2 * np.pi * np.maximum(speed, 0.25 * (speed > 0.05)) / stride / CONTROL_HZ)
+    phase = gaussian_filter1d(phase, 2, mode="nearest")
+    head_yaw = 0.35 * np.sin(2 * np.pi * 0.17 * t + rng.uniform(0, 6)) * np.sin(2 * np.pi * 0.05 * t + rng.uniform(0, 6))
+    return Controls(
+        t, xy, heading, phase, walk_amp, gaussian_filter1d(crouch, sig, mode="nearest"),
+        gaussian_filter1d(pitch, sig, mode="nearest"), gaussian_filter1d(roll, sig, mode="nearest"), head_yaw, labels,
+    )  # fmt: skip
+
+
+def follower_controls(rng: np.random.Generator, t: np.ndarray, target_fn, avoid_xy: np.ndarray, max_speed=1.3) -> Controls:
+    """A bystander who walks toward ``target_fn(i, pos) -> (2,)`` and keeps >= 0.5 m from ``avoid_xy (N, 2)``."""
+    n = len(t)
+    dt = 1.0 / CONTROL_HZ
+    xy = np.zeros((n, 2))
+    heading = np.zeros(n)
+    speed = np.zeros(n)
+    pos = target_fn(0, None) + rng.uniform(-0.2, 0.2, 2)
+    h = rng.uniform(-np.pi, np.pi)
+    for i in range(n):
+        tgt = target_fn(i, pos)
+        d = tgt - pos
+        dist = np.linalg.norm(d)
+        v = min(max_speed, 1.5 * dist) if dist > 0.25 else 0.0
+        if v > 0:
+            h, err = _steer(pos, h, tgt, dt, np.deg2rad(150))
+            v *= max(0.0, np.cos(min(err, np.pi / 2)))
+        step = v * dt * np.array([np.cos(h), np.sin(h)])
+        new = pos + step
+        away = new - avoid_xy[i]
+        dn = np.linalg.norm(away)
+        if dn < 0.5:  # never walk through the wearer
+            new = avoid_xy[i] + away / max(dn, 1e-6) * 0.5
+        speed[i] = np.linalg.norm(new - pos) / dt
+        pos = new
+        xy[i] = pos
+        heading[i] = h
+    zeros = np.zeros(n)
+    return _finish_controls(t, xy, heading, speed, zeros, zeros, zeros, zeros, rng, [(t[0], t[-1], "walk_around")])
+
+
+def controls_to_pose(c: Controls) -> tuple[np.ndarray, np.ndarray]:
+    """Controls -> (global_orient (N, 3, 3) world, body_pose (N, 21, 3, 3))."""
+    n = len(c.t)
+    R = np.tile(np.eye(3), (n, 22, 1, 1))
+    ph, a = c.gait_phase, c.walk_amp
+    cr = c.crouch
+    rx = lambda ang: axis_rotation("x", ang)  # noqa: E731
+    ry = lambda ang: axis_rotation("y", ang)  # noqa: E731
+    rz = lambda ang: axis_rotation("z", ang)  # noqa: E731
+    swing = a * 0.42 * np.sin(ph)
+    knee_l = a * 0.65 * np.maximum(0, np.sin(ph + 0.9)) ** 1.5 + 0.05 * a
+    knee_r = a * 0.65 * np.maximum(0, np.sin(ph + 0.9 + np.pi)) ** 1.5 + 0.05 * a
+    R[:, J["left_hip"]] = rx(-swing - 1.25 * cr) @ rz(-0.03 * np.ones(n))
+    R[:, J["right_hip"]] = rx(swing - 1.25 * cr) @ rz(0.03 * np.ones(n))
+    R[:, J["left_knee"]] = rx(knee_l + 2.1 * cr)
+    R[:, J["right_knee"]] = rx(knee_r + 2.1 * cr)
+    R[:, J["left_ankle"]] = rx(-0.2 * knee_l + 0.15 * swing - 0.85 * cr)
+    R[:, J["right_ankle"]] = rx(-0.2 * knee_r - 0.15 * swing - 0.85 * cr)
+    spine_pitch = c.pitch + 0.35 * cr + 0.04 * a
+    for s in ("spine1", "spine2", "spine3"):
+        R[:, J[s]] = rx(spine_pitch / 3) @ rz(-c.roll / 3) @ ry(0.05 * a * np.sin(ph) / 3)
+    R[:, J["neck"]] = rx(-0.3 * spine_pitch) @ ry(0.4 * c.head_yaw)
+    R[:, J["head"]] = rx(-0.2 * spine_pitch + 0.1) @ ry(0.6 * c.head_yaw)
+    arm = 0.35 * a * np.sin(ph)
+    R[:, J["left_shoulder"]] = rx(arm) @ rz(-np.deg2rad(72) * np.ones(n))
+    R[:, J["right_shoulder"]] = rx(-arm) @ rz(np.deg2rad(72) * np.ones(n))
+    R[:, J["left_elbow"]] = ry(-(0.35 + 0.25 * a + 0.3 * cr + 0.1 * np.maximum(0, -np.sin(ph))))
+    R[:, J["right_elbow"]] = ry(0.35 + 0.25 * a + 0.3 * cr + 0.1 * np.maximum(0, np.sin(ph)))
+    yaw = c.heading + np.pi / 2  # body +z faces (cos h, sin h) after Rx(+90)
+    R[:, 0] = rz(yaw) @ R_YUP_TO_ZUP @ rx(0.25 * cr)
+    return R[:, 0], R[:, 1:]
+
+
+def simulate_body(body: BodyModel, betas: np.ndarray, c: Controls, floor_z: float) -> BodySequence:
+    """Forward kinematics of the controls, grounded on the floor ``floor_z`` (world z)."""
+    go, bp = controls_to_pose(c)
+    dt = body.J_template.dtype
+    bt = torch.as_tensor(betas, dtype=dt)
+    with torch.no_grad():
+        j0 = body.rest_joints(bt)[0].numpy()
+        joints, GR = body(bt, torch.as_tensor(go, dtype=dt), torch.as_tensor(bp, dtype=dt), return_transforms=True)
+    joints = joints.numpy()
+    # place the pelvis over the ground position, then lift so that the lowest foot point is on the floor
+    transl = np.zeros((len(c.t), 3))
+    transl[:, :2] = c.xy - j0[:2]
+    foot_z = joints[:, list(FOOT_POINTS), 2].min(axis=1)
+    transl[:, 2] = floor_z + 0.005 - foot_z
+    transl[:, 2] = gaussian_filter1d(transl[:, 2], 1.0, mode="nearest")
+    joints = joints + transl[:, None, :]
+    GR = GR.numpy()
+    T_head = np.tile(np.eye(4), (len(c.t), 1, 1))
+    T_head[:, :3, :3] = GR[:, J["head"]]
+    T_head[:, :3, 3] = joints[:, J["head"]]
+    return BodySequence(
+        t=c.t, betas=np.asarray(betas, float), global_orient=matrix_to_rotvec(go), body_pose=matrix_to_rotvec(bp),
+        transl=transl, joints=joints, T_world_head=T_head, global_rotations=GR.astype(np.float32), labels=c.labels,
+    )  # fmt: skip

@@ -1,0 +1,344 @@
+"""Write complete synthetic datasets in the exact Ego-Exo4D layout, with ground truth.
+
+Layout written under ``root`` (egoexo4d.md section 12, plus motionkit's own two folders)::
+
+    takes.json  captures.json
+    captures/<capture>/timesync.csv
+    takes/<take>/trajectory/{gopro_calibs.csv, closed_loop_trajectory.csv}
+    annotations/splits.json
+    annotations/ego_pose/<split>/body/annotation/<uid>.json
+    annotations/ego_pose/<split>/camera_pose/<uid>.json
+    observations/<uid>.h5      simulated detector + 2D keypoint output (observation cache format)
+    gt/<uid>.h5                ground truth, never read by the pipeline
+
+Ground truth file (``gt/<uid>.h5``): attributes ``camera_names`` (JSON), ``fps`` (30), ``floor_z``,
+``body_model`` (JSON identity), ``config`` (JSON); groups ``wearer`` and ``bystander_<k>`` each with
+``smplx/{betas (10,), global_orient (F, 3), body_pose (F, 63), transl (F, 3)}`` (axis-angle, world
+z up, 30 fps), ``coco17_world (F, 17, 3)``, ``joints_smplx (F, 55, 3)``, ``boxes (F, V, 4)`` (NaN
+when not visible), ``visible (F, V)``; ``wearer/T_world_cpf (F, 4, 4)``; and ``detections/person_id``
+``(N,)`` (0 wearer, k bystander k, -1 false positive), ``detections/lr_swapped (N,)`` and
+``detections/outlier (N, 17)``, aligned with the rows of the observation cache.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import h5py
+import numpy as np
+from scipy.interpolate import CubicSpline
+from scipy.spatial.transform import Rotation, RotationSpline
+
+from motionkit.body.model import BodyModel
+from motionkit.body.model_file import load_model_file
+from motionkit.conventions import COCO17_NAMES, COCO17_OFFSET_PARENT, SMPLX_TO_COCO17, TAKE_FPS
+from motionkit.data.aria import cad_T_device_cpf
+from motionkit.data.atomic import atomic_path, write_json_atomic, write_text_atomic
+from motionkit.data.observations import Observations, write_observations
+from motionkit.data.synthetic.motion import CONTROL_HZ, follower_controls, simulate_body, wearer_controls
+from motionkit.data.synthetic.scene import make_gopro_rig, person_views, simulate_detections
+from motionkit.geometry.camera import Camera, CameraRig
+from motionkit.geometry.rotations import invert_transform, make_transform, matrix_to_quat_xyzw
+from motionkit.geometry.undistort import pinhole_project, undistorted_new_K
+
+UID_NAMESPACE = uuid.UUID("6f1f4c56-3c1e-4b47-9a55-5d1f8e7c2a10")
+T_CPF_RGB = make_transform(np.diag([-1.0, -1.0, 1.0]), np.array([0.056, 0.007121, 0.012883]))
+ARIA_STREAMS = ("214-1", "1201-1", "1201-2", "211-1")
+
+
+@dataclass
+class SynthConfig:
+    """Options of ``motionkit synth`` (all defaults give the standard realistic take)."""
+
+    takes: int = 1
+    seed: int = 0
+    duration: float = 20.0  # seconds of take video
+    bystanders: int = 2
+    cameras: int = 4
+    vertical_camera: bool = False  # mount one camera in portrait (2160 x 3840)
+    nan_timesync: bool = False  # blank some Aria timestamps in timesync.csv (short and long gaps)
+    extra_camera: str = "auto"  # "auto" (by take), "bad" (quality 0 row), "missing" (no calib row), "none"
+    annotation_offset: list | None = None  # (17, 3) metres in each joint's parent frame, added to annotation3D
+    kp_noise_px: float = 3.0
+    outlier_rate: float = 0.03
+    swap_rate: float = 0.015
+    body_model: str | None = None  # path of an SMPL-X file; default: the synthetic model
+    take_name_prefix: str = "synth"
+    split_pattern: tuple = field(default=("val", "train", "train"))
+
+
+def take_uid_for(seed: int, index: int) -> str:
+    return str(uuid.uuid5(UID_NAMESPACE, f"motionkit-synth-{seed}-{index}"))
+
+
+def _cam_rows(rig: CameraRig, qualities: dict[str, int]) -> str:
+    from motionkit.data.egoexo4d import GOPRO_CALIB_COLUMNS
+
+    lines = [",".join(GOPRO_CALIB_COLUMNS)]
+    for c in rig:
+        q = matrix_to_quat_xyzw(c.T_world_cam[:3, :3])
+        t = c.T_world_cam[:3, 3]
+        vals = [c.name, "graph0", *[f"{v:.9f}" for v in t], *[f"{v:.12f}" for v in q], str(c.width), str(c.height),
+                "KANNALABRANDTK3", *[f"{v:.9f}" for v in c.params], "-1", "-1", str(qualities.get(c.name, 1))]  # fmt: skip
+        lines.append(",".join(vals))
+    return "\n".join(lines) + "\n"
+
+
+def _write_trajectory(path: Path, t_us: np.ndarray, T_world_device: np.ndarray) -> None:
+    from motionkit.data.egoexo4d import TRAJECTORY_COLUMNS
+
+    R = T_world_device[:, :3, :3]
+    p = T_world_device[:, :3, 3]
+    q = matrix_to_quat_xyzw(R)
+    dt = np.gradient(t_us.astype(np.float64) * 1e-6)
+    v_world = np.gradient(p, axis=0) / dt[:, None]
+    v_dev = np.einsum("nji,nj->ni", R, v_world)
+    rel = Rotation.from_matrix(np.einsum("nji,njk->nik", R[:-1], R[1:])).as_rotvec() / dt[:-1, None]
+    w_dev = np.vstack([rel, rel[-1:]])
+    n = len(t_us)
+    data = np.column_stack([t_us, np.full(n, -1), p, q, v_dev, w_dev, np.tile([0.0, 0.0, -9.81], (n, 1)), np.ones(n)])
+    fmt = "graph0,%d,%d," + ",".join(["%.9f"] * 3 + ["%.12f"] * 4 + ["%.6f"] * 6 + ["%.3f"] * 3 + ["%.3f"])
+    with atomic_path(path) as tmp, open(tmp, "w") as fh:
+        fh.write(",".join(TRAJECTORY_COLUMNS) + "\n")
+        np.savetxt(fh, data, fmt=fmt)
+
+
+def _write_h5_group(g: h5py.Group, seq, frames_ctrl: np.ndarray, pv, coco: np.ndarray) -> None:
+    s = g.create_group("smplx")
+    s["betas"] = seq.betas
+    s["global_orient"] = seq.global_orient[frames_ctrl]
+    s["body_pose"] = seq.body_pose[frames_ctrl].reshape(len(frames_ctrl), 63)
+    s["transl"] = seq.transl[frames_ctrl]
+    g["coco17_world"] = coco
+    g["joints_smplx"] = seq.joints[frames_ctrl, :55]
+    g["boxes"] = pv.box
+    g["visible"] = pv.visible
+
+
+def generate_take(root: Path, cfg: SynthConfig, index: int, body: BodyModel, identity: dict) -> dict:
+    """Generate one take under ``root`` and return its ``takes.json`` entry."""
+    rng = np.random.default_rng([cfg.seed, index])
+    uid = take_uid_for(cfg.seed, index)
+    name = f"{cfg.take_name_prefix}_{cfg.seed}_{index:03d}"
+    capture = f"{name}_capture"
+    split = cfg.split_pattern[index % len(cfg.split_pattern)]
+    n_frames = int(round(cfg.duration * TAKE_FPS))
+    if n_frames < 2:
+        raise ValueError("duration must give at least 2 frames")
+
+    # --- world, scene and cameras ------------------------------------------------------------------
+    floor_z = rng.uniform(-1.6, -1.0)
+    center = rng.uniform(-3, 3, 2)
+    rig = make_gopro_rig(rng, center, floor_z, cfg.cameras, vertical=(0 if cfg.vertical_camera else None))
+    extra = cfg.extra_camera
+    if extra == "auto":
+        extra = ("none", "bad", "missing")[index % 3]
+    all_cams = list(rig)
+    qualities = {c.name: 1 for c in all_cams}
+    calib_cams = list(all_cams)
+    video_cams = [c.name for c in all_cams]
+    if extra in ("bad", "missing"):
+        xr = make_gopro_rig(rng, center, floor_z, 1)[0]
+        xcam = Camera(f"cam{len(all_cams) + 1:02d}", xr.width, xr.height, xr.params, xr.T_world_cam)
+        video_cams.append(xcam.name)
+        if extra == "bad":
+            calib_cams.append(xcam)
+            qualities[xcam.name] = 0
+
+    # --- motion (control grid covers the take plus 0.5 s on each side for the Aria trajectory) ---
+    pad = 0.5
+    n_ctrl = int(round((cfg.duration + 2 * pad) * CONTROL_HZ)) + 1
+    t = -pad + np.arange(n_ctrl) / CONTROL_HZ
+    frames_ctrl = int(round(pad * CONTROL_HZ)) + np.arange(n_frames) * int(CONTROL_HZ / TAKE_FPS)
+    radius = 1.8
+    betas_w = np.clip(rng.normal(0, 1.0, 10), -2.5, 2.5)
+    wc = wearer_controls(rng, t, center, radius)
+    wearer = simulate_body(body, betas_w, wc, floor_z)
+    people = [wearer]
+    for k in range(cfg.bystanders):
+        if k % 2 == 0:  # companion: stays near the wearer, at 0.6-1.1 m, drifting around them
+            r0, w0, ph = rng.uniform(0.6, 1.1), rng.uniform(0.15, 0.35), rng.uniform(0, 2 * np.pi)
+
+            def tgt(i, pos, r0=r0, w0=w0, ph=ph):
+                a = ph + w0 * t[i]
+                return wc.xy[i] + r0 * np.array([np.cos(a), np.sin(a)])
+        else:  # crosser: walks onto the line between the wearer and a camera, then on to another
+            cams_xy = np.array([c.center[:2] for c in all_cams])
+            plan_every = int(3.5 * CONTROL_HZ)
+            picks = rng.integers(0, len(all_cams), n_ctrl // plan_every + 2)
+            fracs = rng.uniform(0.3, 0.6, n_ctrl // plan_every + 2)
+
+            def tgt(i, pos, cams_xy=cams_xy, picks=picks, fracs=fracs, plan_every=plan_every):
+                j = i // plan_every
+                w = wc.xy[min(i + plan_every // 2, n_ctrl - 1)]
+                return w + fracs[j] * (cams_xy[picks[j]] - w)
+        bc = follower_controls(rng, t, tgt, wc.xy)
+        people.append(simulate_body(body, np.clip(rng.normal(0, 1.0, 10), -2.5, 2.5), bc, floor_z))
+
+    # --- views, visibility and simulated detections (30 fps take frames) -------------------------
+    views = person_views(rig, [p.joints[frames_ctrl] for p in people])
+    det = simulate_detections(rng, rig, views, kp_noise_px=cfg.kp_noise_px, outlier_rate=cfg.outlier_rate,
+                              swap_rate=cfg.swap_rate)  # fmt: skip
+    wv = views[0]
+
+    # --- Aria: CPF rigid on the head, device = left SLAM camera at the CAD offset ------------------
+    import torch
+
+    with torch.no_grad():
+        rest = body(torch.as_tensor(betas_w, dtype=body.J_template.dtype), torch.eye(3, dtype=body.J_template.dtype),
+                    torch.eye(3, dtype=body.J_template.dtype).expand(21, 3, 3)).numpy()  # fmt: skip
+    names = list(body.vertex_keypoint_names)
+    eyes_mid = 0.5 * (rest[55 + names.index("left_eye")] + rest[55 + names.index("right_eye")])
+    T_head_cpf = make_transform(np.eye(3), eyes_mid - rest[15] + np.array([0.0, 0.0, -0.015]))
+    T_world_cpf_ctrl = wearer.T_world_head @ T_head_cpf
+    T_cpf_device = invert_transform(cad_T_device_cpf("DVT-S"))
+
+    start = int(rng.integers(30, 90))
+    n_rows = start + n_frames + 1 + int(rng.integers(20, 60))
+    t0_ns = int(rng.integers(10, 50)) * 10**12 + int(rng.integers(0, 10**9))
+    row_ts = t0_ns + np.round(np.arange(n_rows) * 1e9 / TAKE_FPS).astype(np.int64)
+    ts_frame0 = row_ts[start + 1]  # default offset convention +1
+    t_us = np.arange(int((ts_frame0 - pad * 1e9) // 1000) + 1, int((ts_frame0 + (cfg.duration + pad - 0.01) * 1e9) // 1000), 1000)
+    tau = (t_us * 1000 - ts_frame0) / 1e9
+    pos = CubicSpline(t, T_world_cpf_ctrl[:, :3, 3])(tau)
+    rot = RotationSpline(t, Rotation.from_matrix(T_world_cpf_ctrl[:, :3, :3]))(tau).as_matrix()
+    T_world_device = make_transform(rot, pos) @ T_cpf_device
+
+    # --- files ----------------------------------------------------------------------------------------
+    take_dir = root / "takes" / name
+    cap_dir = root / "captures" / capture
+    (take_dir / "trajectory").mkdir(parents=True, exist_ok=True)
+    cap_dir.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(take_dir / "trajectory" / "gopro_calibs.csv", _cam_rows(CameraRig(calib_cams), qualities))
+    _write_trajectory(take_dir / "trajectory" / "closed_loop_trajectory.csv", t_us, T_world_device)
+
+    # timesync.csv
+    cols, data = [], []
+    for cname in video_cams:
+        cols += [f"{cname}_frame_number", f"{cname}_pts"]
+        data += [np.arange(n_rows).astype(str), np.round(np.arange(n_rows) * 1001 / 30000 * 1e6).astype(np.int64).astype(str)]
+    aria_ts = row_ts.astype(str).astype(object)
+    if cfg.nan_timesync:
+        aria_ts[start + 1 + 40] = ""  # a 1-row gap: interpolated
+        aria_ts[start + 1 + 60 : start + 1 + 63] = ""  # a 3-row gap: interpolated
+        aria_ts[start + 1 + 90 : start + 1 + 98] = ""  # an 8-row gap: no Aria pose
+    for s in ARIA_STREAMS:
+        cols += [f"aria01_{s}_frame_number", f"aria01_{s}_capture_timestamp_ns"]
+        data += [np.arange(n_rows).astype(str), aria_ts if s == "214-1" else row_ts.astype(str)]
+    lines = [",".join(cols)] + [",".join(r) for r in zip(*data, strict=True)]
+    write_text_atomic(cap_dir / "timesync.csv", "\n".join(lines) + "\n")
+
+    # annotations (sparse ~10 Hz keys starting late; joints present only when seen in >= 2 views)
+    coco_w = wearer.joints[frames_ctrl][:, SMPLX_TO_COCO17]
+    ann3d = coco_w.copy()
+    if cfg.annotation_offset is not None:
+        off = np.asarray(cfg.annotation_offset, dtype=np.float64).reshape(17, 3)
+        GR = wearer.global_rotations[frames_ctrl][:, COCO17_OFFSET_PARENT]  # (F, 17, 3, 3)
+        ann3d = ann3d + np.einsum("fjab,jb->fja", GR, off)
+    n_views = wv.kp_ok.sum(1)  # (F, 17)
+    keys = np.arange(3 * int(rng.integers(2, 8)), n_frames, 3)
+    new_K = {c.name: undistorted_new_K(c) for c in all_cams}
+    ann = {}
+    for k in keys:
+        present = (n_views[k] >= 2) & (rng.random(17) > 0.02)
+        a3 = {COCO17_NAMES[j]: {"x": float(ann3d[k, j, 0]), "y": float(ann3d[k, j, 1]), "z": float(ann3d[k, j, 2]),
+                                "num_views_for_3d": int(n_views[k, j])} for j in np.flatnonzero(present)}  # fmt: skip
+        a2 = {}
+        for v, c in enumerate(all_cams):
+            pc = ann3d[k] @ c.T_cam_world[:3, :3].T + c.T_cam_world[:3, 3]
+            uv = pinhole_project(pc, new_K[c.name])
+            pts = {COCO17_NAMES[j]: {"x": float(uv[j, 0]), "y": float(uv[j, 1]),
+                                     "placement": "manual" if rng.random() < 0.9 else "auto"}
+                   for j in np.flatnonzero(wv.kp_ok[k, v] & present)}  # fmt: skip
+            if pts:
+                a2[c.name] = pts
+        if a3 or a2:
+            ann[str(int(k))] = [{"annotation3D": a3, "annotation2D": a2}]
+    ann_dir = root / "annotations" / "ego_pose" / split
+    write_json_atomic(ann_dir / "body" / "annotation" / f"{uid}.json", ann)
+
+    cp = {"metadata": {"take_name": name, "take_uid": uid}}
+    for c in all_cams:
+        cp[c.name] = {"camera_intrinsics": new_K[c.name].tolist(), "camera_extrinsics": c.T_cam_world[:3].tolist(),
+                      "distortion_coeffs": c.D.tolist()}  # fmt: skip
+    T_world_rgb = T_world_cpf_ctrl[frames_ctrl] @ T_CPF_RGB
+    cp["aria01"] = {
+        "camera_intrinsics": [[150.0, 0.0, 255.5], [0.0, 150.0, 255.5], [0.0, 0.0, 1.0]],
+        "camera_extrinsics": {str(int(k)): invert_transform(T_world_rgb[k])[:3].tolist() for k in keys},
+    }
+    write_json_atomic(ann_dir / "camera_pose" / f"{uid}.json", cp)
+
+    obs = Observations(
+        [c.name for c in all_cams], det.frame_index, det.camera, det.box, det.score, det.keypoints,
+        det.keypoint_conf, np.arange(n_frames, dtype=np.int32),
+    )  # fmt: skip
+    write_observations(root / "observations" / f"{uid}.h5", obs, take_uid=uid, detector="synthetic",
+                       keypoint_model="synthetic")  # fmt: skip
+
+    with atomic_path(root / "gt" / f"{uid}.h5", suffix=".h5") as tmp, h5py.File(tmp, "w") as f:
+        f.attrs["camera_names"] = json.dumps([c.name for c in all_cams])
+        f.attrs["fps"] = TAKE_FPS
+        f.attrs["floor_z"] = floor_z
+        f.attrs["body_model"] = json.dumps(identity)
+        f.attrs["config"] = json.dumps(asdict(cfg))
+        f.attrs["activities"] = json.dumps(wearer.labels)
+        for p, (seq, pv) in enumerate(zip(people, views, strict=True)):
+            g = f.create_group("wearer" if p == 0 else f"bystander_{p}")
+            _write_h5_group(g, seq, frames_ctrl, pv, seq.joints[frames_ctrl][:, SMPLX_TO_COCO17])
+        f["wearer/T_world_cpf"] = T_world_cpf_ctrl[frames_ctrl]
+        f["wearer/annotation3d_offset"] = np.zeros((17, 3)) if cfg.annotation_offset is None else np.asarray(
+            cfg.annotation_offset, dtype=np.float64).reshape(17, 3)  # fmt: skip
+        d = f.create_group("detections")
+        d["person_id"] = det.person_id
+        d["lr_swapped"] = det.lr_swapped
+        d["outlier"] = det.outlier
+
+    return {
+        "take_uid": uid, "take_name": name, "root_dir": f"takes/{name}", "capture_uid": str(uuid.uuid5(UID_NAMESPACE, capture)),
+        "capture": {"capture_name": capture, "root_dir": f"captures/{capture}",
+                    "cameras": [{"cam_id": c, "is_ego": False, "device_type": "hero10", "relative_path": f"{c}.mp4"}
+                                for c in video_cams] + [{"cam_id": "aria01", "is_ego": True, "device_type": "aria"}]},
+        "timesync_start_idx": start, "timesync_end_idx": start + n_frames + 1, "duration_sec": n_frames / TAKE_FPS,
+        "task_name": "Synthetic Walkabout", "parent_task_name": "Synthetic", "best_exo": all_cams[0].name,
+        "validated": True, "is_dropped": False, "has_trimmed_trajectory": True, "has_trimmed_vrs": True,
+        "frame_aligned_videos": {c: {"0": {"cam_id": c, "stream_id": "0", "readable_stream_id": "0", "clip_uid": None,
+                                           "is_collage": False, "relative_path": f"frame_aligned_videos/{c}.mp4"}}
+                                 for c in video_cams},
+        "motionkit_synthetic": True, "split": split,
+    }  # fmt: skip
+
+
+def write_synthetic_dataset(root, cfg: SynthConfig | None = None, progress: bool = False) -> list[str]:
+    """Write ``cfg.takes`` synthetic takes under ``root``; returns their take uids (deterministic per seed)."""
+    cfg = cfg or SynthConfig()
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    import torch
+
+    mf = load_model_file(cfg.body_model)
+    body = BodyModel(mf, dtype=torch.float64)
+    entries = []
+    it = range(cfg.takes)
+    if progress:
+        from tqdm import tqdm
+
+        it = tqdm(it, desc="synth takes", unit="take")
+    for i in it:
+        entries.append(generate_take(root, cfg, i, body, mf.identity))
+    splits = {e["take_uid"]: e.pop("split") for e in entries}
+    write_json_atomic(root / "takes.json", entries, indent=1)
+    write_json_atomic(root / "captures.json", [{"capture_name": e["capture"]["capture_name"], "capture_uid": e["capture_uid"]}
+                                                for e in entries])  # fmt: skip
+    by_split: dict[str, list[str]] = {}
+    for u, s in splits.items():
+        by_split.setdefault(s, []).append(u)
+    write_json_atomic(root / "annotations" / "splits.json", {
+        "take_uid_to_split": splits, "split_to_take_uids": by_split,
+        "take_uid_to_benchmark": {u: ["ego_pose"] for u in splits}, "ds": "motionkit-synthetic",
+    })  # fmt: skip
+    write_json_atomic(root / "motionkit_synthetic.json", {"config": asdict(cfg), "body_model": mf.identity,
+                                                          "note": "synthetic dataset generated by motionkit synth"})
+    return list(splits)

@@ -1,0 +1,1 @@
+"""Camera and rotation maths: pure functions on arrays."""

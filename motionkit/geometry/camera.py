@@ -1,0 +1,154 @@
+"""Static exo cameras: KB3 intrinsics plus a pose, and the rig of one take (cameras.md sections 3-5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from motionkit.geometry.fisheye import kb3_project_np, kb3_unproject_np
+from motionkit.geometry.rotations import invert_transform
+
+
+@dataclass(frozen=True)
+class Camera:
+    """One static fisheye camera.
+
+    ``params (8,)`` = fx, fy, cx, cy, k0..k3 at ``width x height``; ``T_world_cam (4, 4)`` maps
+    camera-frame points (x right, y down, z forward) to the world (metres, z up).
+    """
+
+    name: str
+    width: int
+    height: int
+    params: np.ndarray
+    T_world_cam: np.ndarray
+    meta: dict = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        params = np.asarray(self.params, dtype=np.float64)
+        T = np.asarray(self.T_world_cam, dtype=np.float64)
+        if params.shape != (8,):
+            raise ValueError(f"camera {self.name}: params must have shape (8,), got {params.shape}")
+        if T.shape != (4, 4):
+            raise ValueError(f"camera {self.name}: T_world_cam must have shape (4, 4), got {T.shape}")
+        if not (np.isfinite(params).all() and np.isfinite(T).all()):
+            raise ValueError(f"camera {self.name}: non-finite intrinsics or pose")
+        if params[0] <= 0 or params[1] <= 0:
+            raise ValueError(f"camera {self.name}: focal lengths must be positive, got {params[:2]}")
+        if not np.allclose(T[:3, :3] @ T[:3, :3].T, np.eye(3), atol=1e-6) or np.linalg.det(T[:3, :3]) < 0:
+            raise ValueError(f"camera {self.name}: T_world_cam rotation is not a proper rotation")
+        object.__setattr__(self, "params", params)
+        object.__setattr__(self, "T_world_cam", T)
+
+    @property
+    def T_cam_world(self) -> np.ndarray:
+        return invert_transform(self.T_world_cam)
+
+    @property
+    def center(self) -> np.ndarray:
+        """Camera centre in the world, ``(3,)``."""
+        return self.T_world_cam[:3, 3].copy()
+
+    @property
+    def K(self) -> np.ndarray:
+        fx, fy, cx, cy = self.params[:4]
+        return np.array([[fx, 0.0, cx], [0.0, fy, cy], [0.0, 0.0, 1.0]])
+
+    @property
+    def D(self) -> np.ndarray:
+        return self.params[4:8].copy()
+
+    def world_to_cam(self, points_world: np.ndarray) -> np.ndarray:
+        """``(..., 3)`` world -> camera frame."""
+        T = self.T_cam_world
+        return np.asarray(points_world, dtype=np.float64) @ T[:3, :3].T + T[:3, 3]
+
+    def project(self, points_world: np.ndarray, *, return_valid: bool = False):
+        """World points ``(..., 3)`` -> raw pixels ``(..., 2)``; NaN behind the camera."""
+        return kb3_project_np(self.world_to_cam(points_world), self.params, return_valid=return_valid)
+
+    def unproject(self, pixels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Raw pixels ``(..., 2)`` -> (world-frame unit rays ``(..., 3)``, camera centre ``(3,)``)."""
+        rays_cam = kb3_unproject_np(pixels, self.params)
+        return rays_cam @ self.T_world_cam[:3, :3].T, self.center
+
+    def in_image(self, pixels: np.ndarray, margin: float = 0.0) -> np.ndarray:
+        """``(...)`` bool: pixel inside the image enlarged by ``margin`` (fraction of each side)."""
+        u, v = pixels[..., 0], pixels[..., 1]
+        mw, mh = margin * self.width, margin * self.height
+        return (u >= -0.5 - mw) & (u <= self.width - 0.5 + mw) & (v >= -0.5 - mh) & (v <= self.height - 0.5 + mh)
+
+    def scaled(self, s: float) -> Camera:
+        """The same camera for an image resized by ``s`` (pixel-centre rule ``c' = s (c + 0.5) - 0.5``)."""
+        p = self.params.copy()
+        p[0:2] *= s
+        p[2:4] = s * (p[2:4] + 0.5) - 0.5
+        return Camera(self.name, round(self.width * s), round(self.height * s), p, self.T_world_cam, dict(self.meta))
+
+
+@dataclass(frozen=True)
+class CameraRig:
+    """The exo cameras of one take, in a fixed order."""
+
+    cameras: tuple[Camera, ...]
+
+    def __init__(self, cameras) -> None:
+        cams = tuple(cameras)
+        if not cams:
+            raise ValueError("a camera rig needs at least one camera")
+        names = [c.name for c in cams]
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate camera names in rig: {names}")
+        object.__setattr__(self, "cameras", cams)
+
+    def __len__(self) -> int:
+        return len(self.cameras)
+
+    def __iter__(self):
+        return iter(self.cameras)
+
+    def __getitem__(self, i):
+        if isinstance(i, str):
+            return self.cameras[self.names.index(i)]
+        return self.cameras[i]
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.cameras]
+
+    @property
+    def params(self) -> np.ndarray:
+        """``(V, 8)`` intrinsics."""
+        return np.stack([c.params for c in self.cameras])
+
+    @property
+    def T_cam_world(self) -> np.ndarray:
+        """``(V, 4, 4)`` world-to-camera transforms."""
+        return np.stack([c.T_cam_world for c in self.cameras])
+
+    @property
+    def centers(self) -> np.ndarray:
+        return np.stack([c.center for c in self.cameras])
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """``(V, 2)`` (width, height)."""
+        return np.array([[c.width, c.height] for c in self.cameras])
+
+    def subset(self, names) -> CameraRig:
+        return CameraRig([self[n] for n in names])
+
+    def project(self, points_world: np.ndarray, *, per_view: bool = False, return_valid: bool = False):
+        """Project world points into every view.
+
+        ``points_world (..., J, 3)`` broadcasts to all views, or with ``per_view`` it is
+        ``(..., V, J, 3)``; returns ``(..., V, J, 2)`` raw pixels (NaN where invalid).
+        """
+        P = np.asarray(points_world, dtype=np.float64)
+        if per_view and (P.ndim < 3 or P.shape[-3] != len(self)):
+            raise ValueError(f"per_view points must have shape (..., {len(self)}, J, 3); got {P.shape}")
+        Pv = P if per_view else P[..., None, :, :]
+        T = self.T_cam_world  # (V, 4, 4)
+        pc = np.einsum("vij,...vkj->...vki", T[:, :3, :3], Pv) + T[:, None, :3, 3]
+        return kb3_project_np(pc, self.params[:, None, :], return_valid=return_valid)
