@@ -22,9 +22,20 @@ from motionkit.data.atomic import atomic_path
 from motionkit.data.errors import DataError
 
 REQUIRED_KEYS = (
-    "v_template", "f", "shapedirs", "posedirs", "J_regressor", "weights", "kintree_table",
-    "hands_componentsl", "hands_componentsr", "hands_meanl", "hands_meanr", "lmk_faces_idx", "lmk_bary_coords",
-)  # fmt: skip
+    "v_template",
+    "f",
+    "shapedirs",
+    "posedirs",
+    "J_regressor",
+    "weights",
+    "kintree_table",
+    "hands_componentsl",
+    "hands_componentsr",
+    "hands_meanl",
+    "hands_meanr",
+    "lmk_faces_idx",
+    "lmk_bary_coords",
+)
 SYNTHETIC_KEY = "motionkit_synthetic"
 ENV_VAR = "MOTIONKIT_BODY_MODEL"
 SYNTHETIC_VERSION = 1
@@ -147,10 +158,17 @@ def load_model_file(path: str | os.PathLike | None = None, gender: str = "neutra
         raise DataError(p, "kintree_table does not match the SMPL-X kinematic tree")
     synthetic = bool(np.asarray(data.get(SYNTHETIC_KEY, False)).item()) if SYNTHETIC_KEY in data else False
     return BodyModelFile(
-        path=str(p), v_template=v, shapedirs=shapedirs[:, :, :10].astype(np.float64),
-        posedirs=posedirs.astype(np.float64), J_regressor=Jr, weights=weights, parents=parents,
-        faces=np.asarray(data["f"], dtype=np.int64), synthetic=synthetic, sha256=_sha256(p),
-    )  # fmt: skip
+        path=str(p),
+        v_template=v,
+        shapedirs=shapedirs[:, :, :10].astype(np.float64),
+        posedirs=posedirs.astype(np.float64),
+        J_regressor=Jr,
+        weights=weights,
+        parents=parents,
+        faces=np.asarray(data["f"], dtype=np.int64),
+        synthetic=synthetic,
+        sha256=_sha256(p),
+    )
 
 
 def motionkit_home() -> Path:

@@ -80,7 +80,18 @@ def _parts(J: np.ndarray) -> list[dict]:
             for k in (1, 2, 3):
                 a = J[j[f"{s}_{f}{k}"]]
                 b = J[j[f"{s}_{f}{k + 1}"]] if k < 3 else a + 0.9 * (a - J[j[f"{s}_{f}{k - 1}"]])
-                parts.append(dict(name=f"{s}_{f}{k}", a=a, b=b, w=j[f"{s}_{f}{k}"], r0=(0.009, 0.009), r1=(0.008, 0.008), nu=4, nt=8))
+                parts.append(
+                    dict(
+                        name=f"{s}_{f}{k}",
+                        a=a,
+                        b=b,
+                        w=j[f"{s}_{f}{k}"],
+                        r0=(0.009, 0.009),
+                        r1=(0.008, 0.008),
+                        nu=4,
+                        nt=8,
+                    )
+                )
     return parts
 
 
@@ -217,7 +228,6 @@ def generate_synthetic_arrays(seed: int = 0) -> dict[str, np.ndarray]:
         tags.append((part["name"], base, len(verts)))
 
     # --- joint regressor support: six interior vertices around every joint ---------------------
-    Jreg = np.zeros((55, 0))
     reg_rows = []
     eps = 0.01
     for i in range(55):

@@ -64,10 +64,11 @@ class AriaTrajectory:
         w = np.clip((flat - t[i0]) / np.where(span > 0, span, 1.0), 0.0, 1.0)
         nearest = np.minimum(np.abs(flat - t[i0]), np.abs(t[i1] - flat))
         valid = np.isfinite(flat) & (flat >= t[0]) & (flat <= t[-1]) & (nearest <= max_gap_ns)
-        q = quat_slerp(self.quat_xyzw[i0], self.quat_xyzw[i1], w)
-        p = (1 - w)[:, None] * self.position[i0] + w[:, None] * self.position[i1]
-        T = make_transform(quat_xyzw_to_matrix(q), p)
-        T[~valid] = np.nan
+        T = np.full((len(flat), 4, 4), np.nan)
+        v = valid
+        q = quat_slerp(self.quat_xyzw[i0[v]], self.quat_xyzw[i1[v]], w[v])
+        p = (1 - w[v])[:, None] * self.position[i0[v]] + w[v][:, None] * self.position[i1[v]]
+        T[v] = make_transform(quat_xyzw_to_matrix(q), p)
         return T.reshape(*ts.shape, 4, 4), valid.reshape(ts.shape)
 
     def head_anchor_at(self, ts_ns: np.ndarray, T_device_cpf: np.ndarray | None = None, **kw) -> HeadAnchor:

@@ -1,9 +1,9 @@
 """Reader for the Ego-Exo4D on-disk layout (egoexo4d.md). Everything loads lazily.
 
-    ds = EgoExoDataset(root)
-    take = ds.take("demo_take_000")          # by take_name or take_uid
-    rig = take.rig                             # quality-1 exo cameras from gopro_calibs.csv
-    anchor = take.head_anchor(frames)          # CPF head anchor at 30 fps take frames
+ds = EgoExoDataset(root)
+take = ds.take("demo_take_000")          # by take_name or take_uid
+rig = take.rig                             # quality-1 exo cameras from gopro_calibs.csv
+anchor = take.head_anchor(frames)          # CPF head anchor at 30 fps take frames
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import hashlib
 import json
 import math
 import os
-import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,18 +28,52 @@ from motionkit.geometry.camera import Camera, CameraRig
 from motionkit.geometry.rotations import make_transform, quat_xyzw_to_matrix
 
 GOPRO_CALIB_COLUMNS = (
-    "cam_uid", "graph_uid", "tx_world_cam", "ty_world_cam", "tz_world_cam", "qx_world_cam", "qy_world_cam",
-    "qz_world_cam", "qw_world_cam", "image_width", "image_height", "intrinsics_type", "intrinsics_0",
-    "intrinsics_1", "intrinsics_2", "intrinsics_3", "intrinsics_4", "intrinsics_5", "intrinsics_6",
-    "intrinsics_7", "start_frame_idx", "end_frame_idx", "quality",
-)  # fmt: skip
+    "cam_uid",
+    "graph_uid",
+    "tx_world_cam",
+    "ty_world_cam",
+    "tz_world_cam",
+    "qx_world_cam",
+    "qy_world_cam",
+    "qz_world_cam",
+    "qw_world_cam",
+    "image_width",
+    "image_height",
+    "intrinsics_type",
+    "intrinsics_0",
+    "intrinsics_1",
+    "intrinsics_2",
+    "intrinsics_3",
+    "intrinsics_4",
+    "intrinsics_5",
+    "intrinsics_6",
+    "intrinsics_7",
+    "start_frame_idx",
+    "end_frame_idx",
+    "quality",
+)
 TRAJECTORY_COLUMNS = (
-    "graph_uid", "tracking_timestamp_us", "utc_timestamp_ns", "tx_world_device", "ty_world_device",
-    "tz_world_device", "qx_world_device", "qy_world_device", "qz_world_device", "qw_world_device",
-    "device_linear_velocity_x_device", "device_linear_velocity_y_device", "device_linear_velocity_z_device",
-    "angular_velocity_x_device", "angular_velocity_y_device", "angular_velocity_z_device",
-    "gravity_x_world", "gravity_y_world", "gravity_z_world", "quality_score",
-)  # fmt: skip
+    "graph_uid",
+    "tracking_timestamp_us",
+    "utc_timestamp_ns",
+    "tx_world_device",
+    "ty_world_device",
+    "tz_world_device",
+    "qx_world_device",
+    "qy_world_device",
+    "qz_world_device",
+    "qw_world_device",
+    "device_linear_velocity_x_device",
+    "device_linear_velocity_y_device",
+    "device_linear_velocity_z_device",
+    "angular_velocity_x_device",
+    "angular_velocity_y_device",
+    "angular_velocity_z_device",
+    "gravity_x_world",
+    "gravity_y_world",
+    "gravity_z_world",
+    "quality_score",
+)
 ARIA_TS_COLUMN = "aria01_214-1_capture_timestamp_ns"
 QUAT_TOL = 1e-3
 MAX_TS_INTERP_ROWS = 5
@@ -64,8 +97,8 @@ def _check_quats(path: Path, q: np.ndarray, first_line: int = 2) -> None:
     bad = ~np.isfinite(n) | (np.abs(n - 1.0) > QUAT_TOL)
     if bad.any():
         i = int(np.argmax(bad))
-        what = "NaN" if not np.isfinite(q[i]).all() else f"non-unit (norm {n[i]:.6f})"
-        raise DataError(path, f"{what} quaternion {q[i].tolist()}", line=first_line + i)
+        what = "NaN quaternion" if not np.isfinite(q[i]).all() else f"non-unit quaternion (norm {n[i]:.6f})"
+        raise DataError(path, f"{what}: {q[i].tolist()}", line=first_line + i)
 
 
 def _csv_header(path: Path) -> list[str]:
@@ -113,10 +146,13 @@ def read_gopro_calibs(path: str | os.PathLike) -> list[tuple[Camera, int]]:
             if not (np.isfinite(t).all() and np.isfinite(params).all()) or params[0] <= 0 or params[1] <= 0:
                 raise DataError(path, "non-finite pose or intrinsics, or non-positive focal length", line=lineno)
             cam = Camera(
-                name=row["cam_uid"].strip(), width=w, height=h, params=params,
+                name=row["cam_uid"].strip(),
+                width=w,
+                height=h,
+                params=params,
                 T_world_cam=make_transform(quat_xyzw_to_matrix(q / np.linalg.norm(q)), t),
                 meta={"start_frame_idx": start, "end_frame_idx": end, "graph_uid": row["graph_uid"]},
-            )  # fmt: skip
+            )
             out.append((cam, quality))
     if not out:
         raise DataError(path, "no camera rows")
@@ -130,6 +166,22 @@ def _trajectory_cache_path(path: Path) -> Path:
     st = path.stat()
     key = hashlib.sha256(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{TRAJ_CACHE_VERSION}".encode()).hexdigest()
     return motionkit_home() / "cache" / "trajectory" / f"{key[:32]}.npz"
+
+
+def _locate_bad_row(path: Path, n_fields: int, usecols: list[int]) -> tuple[int | None, str | None]:
+    """Slow scan, on the error path only: the first line with a wrong field count or a bad number."""
+    with open(path) as fh:
+        next(fh)
+        for lineno, line in enumerate(fh, start=2):
+            fields = line.rstrip("\r\n").split(",")
+            if len(fields) != n_fields:
+                return lineno, f"expected {n_fields} fields, found {len(fields)} (truncated file?)"
+            for c in usecols:
+                try:
+                    float(fields[c])
+                except ValueError:
+                    return lineno, f"bad number {fields[c]!r} in column {c + 1}"
+    return None, None
 
 
 def read_closed_loop_trajectory(path: str | os.PathLike, *, cache: bool = True) -> AriaTrajectory:
@@ -149,18 +201,25 @@ def read_closed_loop_trajectory(path: str | os.PathLike, *, cache: bool = True) 
                 return AriaTrajectory(z["t_us"], z["position"], z["quat_xyzw"], z["quality"])
         except Exception:  # noqa: BLE001 - a broken cache is rebuilt
             pass
-    cols = [header.index(c) for c in ("tracking_timestamp_us", "tx_world_device", "ty_world_device",
-                                      "tz_world_device", "qx_world_device", "qy_world_device",
-                                      "qz_world_device", "qw_world_device", "quality_score")]  # fmt: skip
+    cols = [
+        header.index(c)
+        for c in (
+            "tracking_timestamp_us",
+            "tx_world_device",
+            "ty_world_device",
+            "tz_world_device",
+            "qx_world_device",
+            "qy_world_device",
+            "qz_world_device",
+            "qw_world_device",
+            "quality_score",
+        )
+    ]
     try:
-        data = np.loadtxt(path, delimiter=",", skiprows=1, usecols=cols, dtype=np.float64, ndmin=2)
+        data = np.loadtxt(path, delimiter=",", skiprows=1, usecols=cols, dtype=np.float64, ndmin=2, comments=None)
     except ValueError as exc:
-        msg = str(exc)
-        line = None
-        m = re.search(r"at row (\d+)", msg)
-        if m:
-            line = int(m.group(1)) + 2  # numpy counts data rows from 0; +1 header, +1 one-based
-        raise DataError(path, f"malformed row: {msg}", line=line) from exc
+        line, what = _locate_bad_row(path, len(header), cols)
+        raise DataError(path, f"malformed row: {what or exc}", line=line) from exc
     if data.shape[0] == 0:
         raise DataError(path, "no trajectory rows")
     t_us = data[:, 0]
@@ -372,14 +431,18 @@ class EgoExoDataset:
                 cap = t.get("capture") or {}
                 out.append(
                     TakeInfo(
-                        take_uid=str(t["take_uid"]), take_name=str(t["take_name"]),
+                        take_uid=str(t["take_uid"]),
+                        take_name=str(t["take_name"]),
                         root_dir=str(t.get("root_dir") or f"takes/{t['take_name']}"),
                         capture_name=str(cap.get("capture_name", "")),
                         capture_root_dir=str(cap.get("root_dir") or f"captures/{cap.get('capture_name', '')}"),
-                        timesync_start_idx=int(t["timesync_start_idx"]), timesync_end_idx=int(t["timesync_end_idx"]),
-                        task_name=str(t.get("task_name") or ""), split=None, raw=t,
+                        timesync_start_idx=int(t["timesync_start_idx"]),
+                        timesync_end_idx=int(t["timesync_end_idx"]),
+                        task_name=str(t.get("task_name") or ""),
+                        split=None,
+                        raw=t,
                     )
-                )  # fmt: skip
+                )
             except (KeyError, TypeError, ValueError) as exc:
                 raise DataError(p, f"take entry {i}: missing or bad field {exc}") from exc
         splits = self.splits
@@ -457,9 +520,7 @@ class Take:
         good = [c for c, q in rows if q == 1]
         bad = [c.name for c, q in rows if q != 1]
         if bad:
-            warnings.warn(
-                f"{self.calibration_path}: skipping cameras with quality != 1: {bad}", stacklevel=2
-            )
+            warnings.warn(f"{self.calibration_path}: skipping cameras with quality != 1: {bad}", stacklevel=2)
         if not good:
             raise DataError(self.calibration_path, "no camera with quality == 1")
         return CameraRig(sorted(good, key=lambda c: c.name))

@@ -66,9 +66,16 @@ class Observations:
 
     def select(self, mask: np.ndarray) -> Observations:
         return Observations(
-            self.camera_names, self.frame_index[mask], self.camera[mask], self.box[mask], self.score[mask],
-            self.keypoints[mask], self.keypoint_conf[mask], self.frames_processed, dict(self.attrs),
-        )  # fmt: skip
+            self.camera_names,
+            self.frame_index[mask],
+            self.camera[mask],
+            self.box[mask],
+            self.score[mask],
+            self.keypoints[mask],
+            self.keypoint_conf[mask],
+            self.frames_processed,
+            dict(self.attrs),
+        )
 
 
 def write_observations(path: str | os.PathLike, obs: Observations, **attrs) -> Path:

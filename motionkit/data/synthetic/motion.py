@@ -84,9 +84,15 @@ def wearer_controls(rng: np.random.Generator, t: np.ndarray, center: np.ndarray,
     while i < n:
         act = "walk" if first else acts[rng.integers(len(acts))]
         first = False
-        dur = {"walk": rng.uniform(2.5, 4.5), "turn": rng.uniform(1.2, 2.2), "stop": rng.uniform(0.8, 1.6),
-               "lean": rng.uniform(2.0, 3.0), "crouch": rng.uniform(2.2, 3.2), "side_step": rng.uniform(1.2, 1.8),
-               "back_step": rng.uniform(1.0, 1.6)}[act]  # fmt: skip
+        dur = {
+            "walk": rng.uniform(2.5, 4.5),
+            "turn": rng.uniform(1.2, 2.2),
+            "stop": rng.uniform(0.8, 1.6),
+            "lean": rng.uniform(2.0, 3.0),
+            "crouch": rng.uniform(2.2, 3.2),
+            "side_step": rng.uniform(1.2, 1.8),
+            "back_step": rng.uniform(1.0, 1.6),
+        }[act]
         m = min(n - i, int(round(dur * CONTROL_HZ)))
         labels.append((t[i], t[min(i + m, n - 1)], act))
         target = center + rng.uniform(-1, 1, 2) * radius * 0.8
@@ -110,8 +116,11 @@ def wearer_controls(rng: np.random.Generator, t: np.ndarray, center: np.ndarray,
                 crouch[i] = min(1.0, 1.6 * bell)
             elif act == "side_step":
                 # step toward the centre side if near the edge
-                sd = side if np.linalg.norm(pos - center) < 0.7 * radius else np.sign(
-                    np.cross(np.array([np.cos(h), np.sin(h)]), center - pos) or 1.0
+                to_c = center - pos
+                sd = (
+                    side
+                    if np.linalg.norm(to_c) < 0.7 * radius
+                    else (np.sign(np.cos(h) * to_c[1] - np.sin(h) * to_c[0]) or 1.0)
                 )
                 speed_side[i] = 0.5 * sd * np.sin(np.pi * u)
             elif act == "back_step":
@@ -134,14 +143,26 @@ def _finish_controls(t, xy, heading, speed_fwd, speed_side, crouch, pitch, roll,
     stride = 1.3  # metres per gait cycle
     phase = np.cumsum(2 * np.pi * np.maximum(speed, 0.25 * (speed > 0.05)) / stride / CONTROL_HZ)
     phase = gaussian_filter1d(phase, 2, mode="nearest")
-    head_yaw = 0.35 * np.sin(2 * np.pi * 0.17 * t + rng.uniform(0, 6)) * np.sin(2 * np.pi * 0.05 * t + rng.uniform(0, 6))
+    head_yaw = (
+        0.35 * np.sin(2 * np.pi * 0.17 * t + rng.uniform(0, 6)) * np.sin(2 * np.pi * 0.05 * t + rng.uniform(0, 6))
+    )
     return Controls(
-        t, xy, heading, phase, walk_amp, gaussian_filter1d(crouch, sig, mode="nearest"),
-        gaussian_filter1d(pitch, sig, mode="nearest"), gaussian_filter1d(roll, sig, mode="nearest"), head_yaw, labels,
-    )  # fmt: skip
+        t,
+        xy,
+        heading,
+        phase,
+        walk_amp,
+        gaussian_filter1d(crouch, sig, mode="nearest"),
+        gaussian_filter1d(pitch, sig, mode="nearest"),
+        gaussian_filter1d(roll, sig, mode="nearest"),
+        head_yaw,
+        labels,
+    )
 
 
-def follower_controls(rng: np.random.Generator, t: np.ndarray, target_fn, avoid_xy: np.ndarray, max_speed=1.3) -> Controls:
+def follower_controls(
+    rng: np.random.Generator, t: np.ndarray, target_fn, avoid_xy: np.ndarray, max_speed=1.3
+) -> Controls:
     """A bystander who walks toward ``target_fn(i, pos) -> (2,)`` and keeps >= 0.5 m from ``avoid_xy (N, 2)``."""
     n = len(t)
     dt = 1.0 / CONTROL_HZ
@@ -226,6 +247,13 @@ def simulate_body(body: BodyModel, betas: np.ndarray, c: Controls, floor_z: floa
     T_head[:, :3, :3] = GR[:, J["head"]]
     T_head[:, :3, 3] = joints[:, J["head"]]
     return BodySequence(
-        t=c.t, betas=np.asarray(betas, float), global_orient=matrix_to_rotvec(go), body_pose=matrix_to_rotvec(bp),
-        transl=transl, joints=joints, T_world_head=T_head, global_rotations=GR.astype(np.float32), labels=c.labels,
-    )  # fmt: skip
+        t=c.t,
+        betas=np.asarray(betas, float),
+        global_orient=matrix_to_rotvec(go),
+        body_pose=matrix_to_rotvec(bp),
+        transl=transl,
+        joints=joints,
+        T_world_head=T_head,
+        global_rotations=GR.astype(np.float32),
+        labels=c.labels,
+    )

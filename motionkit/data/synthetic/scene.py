@@ -42,8 +42,13 @@ def make_gopro_rig(
         T = look_at(c, tgt, roll=(np.pi / 2 if portrait else 0.0) + np.deg2rad(rng.uniform(-3, 3)))
         f = rng.uniform(1700.0, 1820.0)
         w, h = (2160, 3840) if portrait else (3840, 2160)
-        params = np.r_[f, f * (1 + rng.normal(0, 5e-4)), w / 2 + rng.normal(0, 8), h / 2 + rng.normal(0, 8),
-                       GOPRO_K + rng.normal(0, 0.004, 4)]  # fmt: skip
+        params = np.r_[
+            f,
+            f * (1 + rng.normal(0, 5e-4)),
+            w / 2 + rng.normal(0, 8),
+            h / 2 + rng.normal(0, 8),
+            GOPRO_K + rng.normal(0, 0.004, 4),
+        ]
         cams.append(Camera(f"cam{i + 1:02d}", w, h, params, T))
     return CameraRig(cams)
 
@@ -73,7 +78,7 @@ def person_views(rig: CameraRig, joints_people: list[np.ndarray]) -> list[Person
     sizes = rig.sizes
     out = []
     boxes = []
-    for uv, ok, pc in proj:
+    for uv, ok, _pc in proj:
         u = np.where(ok, uv[..., 0], np.nan)
         v = np.where(ok, uv[..., 1], np.nan)
         with np.errstate(all="ignore"):
@@ -81,10 +86,19 @@ def person_views(rig: CameraRig, joints_people: list[np.ndarray]) -> list[Person
             y0, y1 = np.nanmin(v, -1), np.nanmax(v, -1)
         hgt = y1 - y0
         wid = x1 - x0
-        box = np.stack([x0 - 0.12 * wid - 0.03 * hgt, y0 - 0.09 * hgt, x1 + 0.12 * wid + 0.03 * hgt, y1 + 0.03 * hgt], -1)
+        box = np.stack(
+            [x0 - 0.12 * wid - 0.03 * hgt, y0 - 0.09 * hgt, x1 + 0.12 * wid + 0.03 * hgt, y1 + 0.03 * hgt], -1
+        )
         W, H = sizes[:, 0][None, :], sizes[:, 1][None, :]
-        box = np.stack([np.clip(box[..., 0], 0, W - 1), np.clip(box[..., 1], 0, H - 1),
-                        np.clip(box[..., 2], 0, W - 1), np.clip(box[..., 3], 0, H - 1)], -1)  # fmt: skip
+        box = np.stack(
+            [
+                np.clip(box[..., 0], 0, W - 1),
+                np.clip(box[..., 1], 0, H - 1),
+                np.clip(box[..., 2], 0, W - 1),
+                np.clip(box[..., 3], 0, H - 1),
+            ],
+            -1,
+        )
         boxes.append(box)
     for p, (uv, ok, pc) in enumerate(proj):
         kp = uv[:, :, SMPLX_TO_COCO17]
@@ -93,15 +107,19 @@ def person_views(rig: CameraRig, joints_people: list[np.ndarray]) -> list[Person
         inimg = kok & (kp[..., 0] >= 0) & (kp[..., 0] <= W - 1) & (kp[..., 1] >= 0) & (kp[..., 1] <= H - 1)
         depth_kp = pc[:, :, SMPLX_TO_COCO17, 2]
         occluded = np.zeros_like(inimg)
-        for q, (uvq, okq, pcq) in enumerate(proj):
+        for q, (_, _, pcq) in enumerate(proj):
             if q == p:
                 continue
             bq = boxes[q]
             cx0 = bq[..., 0] + 0.15 * (bq[..., 2] - bq[..., 0])
             cx1 = bq[..., 2] - 0.15 * (bq[..., 2] - bq[..., 0])
             dq = pcq[:, :, 0, 2]  # other person's pelvis depth
-            inside = (kp[..., 0] > cx0[..., None]) & (kp[..., 0] < cx1[..., None]) & (
-                kp[..., 1] > bq[..., 1, None]) & (kp[..., 1] < bq[..., 3, None])  # fmt: skip
+            inside = (
+                (kp[..., 0] > cx0[..., None])
+                & (kp[..., 0] < cx1[..., None])
+                & (kp[..., 1] > bq[..., 1, None])
+                & (kp[..., 1] < bq[..., 3, None])
+            )
             occluded |= inside & (dq[..., None] + 0.15 < depth_kp)
         kp_ok = inimg & ~occluded
         frac = kp_ok.mean(-1)
@@ -192,13 +210,30 @@ def simulate_detections(
         box = np.stack([x0, y0, x0 + bw, y0 + bh], 1)
         kp = box[:, None, :2] + rng.uniform(0, 1, (n_fp, 17, 2)) * np.stack([bw, bh], 1)[:, None, :]
         conf = rng.uniform(0.05, 0.5, (n_fp, 17))
-        rows.append((f_idx, v_idx, box, rng.uniform(0.5, 0.7, n_fp), kp, conf, np.full(n_fp, -1),
-                     np.zeros(n_fp, bool), np.zeros((n_fp, 17), bool)))  # fmt: skip
+        rows.append(
+            (
+                f_idx,
+                v_idx,
+                box,
+                rng.uniform(0.5, 0.7, n_fp),
+                kp,
+                conf,
+                np.full(n_fp, -1),
+                np.zeros(n_fp, bool),
+                np.zeros((n_fp, 17), bool),
+            )
+        )
     cat = [np.concatenate(c) for c in zip(*rows, strict=True)]
     order = np.lexsort((cat[1], cat[0]))
     cat = [c[order] for c in cat]
     return SimulatedDetections(
-        frame_index=cat[0].astype(np.int32), camera=cat[1].astype(np.int16), box=cat[2].astype(np.float32),
-        score=cat[3].astype(np.float32), keypoints=cat[4].astype(np.float32), keypoint_conf=cat[5].astype(np.float32),
-        person_id=cat[6].astype(np.int16), lr_swapped=cat[7].astype(bool), outlier=cat[8].astype(bool),
-    )  # fmt: skip
+        frame_index=cat[0].astype(np.int32),
+        camera=cat[1].astype(np.int16),
+        box=cat[2].astype(np.float32),
+        score=cat[3].astype(np.float32),
+        keypoints=cat[4].astype(np.float32),
+        keypoint_conf=cat[5].astype(np.float32),
+        person_id=cat[6].astype(np.int16),
+        lr_swapped=cat[7].astype(bool),
+        outlier=cat[8].astype(bool),
+    )

@@ -81,8 +81,19 @@ def _cam_rows(rig: CameraRig, qualities: dict[str, int]) -> str:
     for c in rig:
         q = matrix_to_quat_xyzw(c.T_world_cam[:3, :3])
         t = c.T_world_cam[:3, 3]
-        vals = [c.name, "graph0", *[f"{v:.9f}" for v in t], *[f"{v:.12f}" for v in q], str(c.width), str(c.height),
-                "KANNALABRANDTK3", *[f"{v:.9f}" for v in c.params], "-1", "-1", str(qualities.get(c.name, 1))]  # fmt: skip
+        vals = [
+            c.name,
+            "graph0",
+            *[f"{v:.9f}" for v in t],
+            *[f"{v:.12f}" for v in q],
+            str(c.width),
+            str(c.height),
+            "KANNALABRANDTK3",
+            *[f"{v:.9f}" for v in c.params],
+            "-1",
+            "-1",
+            str(qualities.get(c.name, 1)),
+        ]
         lines.append(",".join(vals))
     return "\n".join(lines) + "\n"
 
@@ -114,7 +125,7 @@ def _write_h5_group(g: h5py.Group, seq, frames_ctrl: np.ndarray, pv, coco: np.nd
     s["transl"] = seq.transl[frames_ctrl]
     g["coco17_world"] = coco
     g["joints_smplx"] = seq.joints[frames_ctrl, :55]
-    g["boxes"] = pv.box
+    g["boxes"] = np.where(pv.visible[..., None], pv.box, np.nan)
     g["visible"] = pv.visible
 
 
@@ -175,21 +186,26 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, body: BodyModel, ide
                 j = i // plan_every
                 w = wc.xy[min(i + plan_every // 2, n_ctrl - 1)]
                 return w + fracs[j] * (cams_xy[picks[j]] - w)
+
         bc = follower_controls(rng, t, tgt, wc.xy)
         people.append(simulate_body(body, np.clip(rng.normal(0, 1.0, 10), -2.5, 2.5), bc, floor_z))
 
     # --- views, visibility and simulated detections (30 fps take frames) -------------------------
     views = person_views(rig, [p.joints[frames_ctrl] for p in people])
-    det = simulate_detections(rng, rig, views, kp_noise_px=cfg.kp_noise_px, outlier_rate=cfg.outlier_rate,
-                              swap_rate=cfg.swap_rate)  # fmt: skip
+    det = simulate_detections(
+        rng, rig, views, kp_noise_px=cfg.kp_noise_px, outlier_rate=cfg.outlier_rate, swap_rate=cfg.swap_rate
+    )
     wv = views[0]
 
     # --- Aria: CPF rigid on the head, device = left SLAM camera at the CAD offset ------------------
     import torch
 
     with torch.no_grad():
-        rest = body(torch.as_tensor(betas_w, dtype=body.J_template.dtype), torch.eye(3, dtype=body.J_template.dtype),
-                    torch.eye(3, dtype=body.J_template.dtype).expand(21, 3, 3)).numpy()  # fmt: skip
+        rest = body(
+            torch.as_tensor(betas_w, dtype=body.J_template.dtype),
+            torch.eye(3, dtype=body.J_template.dtype),
+            torch.eye(3, dtype=body.J_template.dtype).expand(21, 3, 3),
+        ).numpy()
     names = list(body.vertex_keypoint_names)
     eyes_mid = 0.5 * (rest[55 + names.index("left_eye")] + rest[55 + names.index("right_eye")])
     T_head_cpf = make_transform(np.eye(3), eyes_mid - rest[15] + np.array([0.0, 0.0, -0.015]))
@@ -201,7 +217,9 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, body: BodyModel, ide
     t0_ns = int(rng.integers(10, 50)) * 10**12 + int(rng.integers(0, 10**9))
     row_ts = t0_ns + np.round(np.arange(n_rows) * 1e9 / TAKE_FPS).astype(np.int64)
     ts_frame0 = row_ts[start + 1]  # default offset convention +1
-    t_us = np.arange(int((ts_frame0 - pad * 1e9) // 1000) + 1, int((ts_frame0 + (cfg.duration + pad - 0.01) * 1e9) // 1000), 1000)
+    t_us = np.arange(
+        int((ts_frame0 - pad * 1e9) // 1000) + 1, int((ts_frame0 + (cfg.duration + pad - 0.01) * 1e9) // 1000), 1000
+    )
     tau = (t_us * 1000 - ts_frame0) / 1e9
     pos = CubicSpline(t, T_world_cpf_ctrl[:, :3, 3])(tau)
     rot = RotationSpline(t, Rotation.from_matrix(T_world_cpf_ctrl[:, :3, :3]))(tau).as_matrix()
@@ -219,7 +237,10 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, body: BodyModel, ide
     cols, data = [], []
     for cname in video_cams:
         cols += [f"{cname}_frame_number", f"{cname}_pts"]
-        data += [np.arange(n_rows).astype(str), np.round(np.arange(n_rows) * 1001 / 30000 * 1e6).astype(np.int64).astype(str)]
+        data += [
+            np.arange(n_rows).astype(str),
+            np.round(np.arange(n_rows) * 1001 / 30000 * 1e6).astype(np.int64).astype(str),
+        ]
     aria_ts = row_ts.astype(str).astype(object)
     if cfg.nan_timesync:
         aria_ts[start + 1 + 40] = ""  # a 1-row gap: interpolated
@@ -244,15 +265,27 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, body: BodyModel, ide
     ann = {}
     for k in keys:
         present = (n_views[k] >= 2) & (rng.random(17) > 0.02)
-        a3 = {COCO17_NAMES[j]: {"x": float(ann3d[k, j, 0]), "y": float(ann3d[k, j, 1]), "z": float(ann3d[k, j, 2]),
-                                "num_views_for_3d": int(n_views[k, j])} for j in np.flatnonzero(present)}  # fmt: skip
+        a3 = {
+            COCO17_NAMES[j]: {
+                "x": float(ann3d[k, j, 0]),
+                "y": float(ann3d[k, j, 1]),
+                "z": float(ann3d[k, j, 2]),
+                "num_views_for_3d": int(n_views[k, j]),
+            }
+            for j in np.flatnonzero(present)
+        }
         a2 = {}
         for v, c in enumerate(all_cams):
             pc = ann3d[k] @ c.T_cam_world[:3, :3].T + c.T_cam_world[:3, 3]
             uv = pinhole_project(pc, new_K[c.name])
-            pts = {COCO17_NAMES[j]: {"x": float(uv[j, 0]), "y": float(uv[j, 1]),
-                                     "placement": "manual" if rng.random() < 0.9 else "auto"}
-                   for j in np.flatnonzero(wv.kp_ok[k, v] & present)}  # fmt: skip
+            pts = {
+                COCO17_NAMES[j]: {
+                    "x": float(uv[j, 0]),
+                    "y": float(uv[j, 1]),
+                    "placement": "manual" if rng.random() < 0.9 else "auto",
+                }
+                for j in np.flatnonzero(wv.kp_ok[k, v] & present)
+            }
             if pts:
                 a2[c.name] = pts
         if a3 or a2:
@@ -262,8 +295,11 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, body: BodyModel, ide
 
     cp = {"metadata": {"take_name": name, "take_uid": uid}}
     for c in all_cams:
-        cp[c.name] = {"camera_intrinsics": new_K[c.name].tolist(), "camera_extrinsics": c.T_cam_world[:3].tolist(),
-                      "distortion_coeffs": c.D.tolist()}  # fmt: skip
+        cp[c.name] = {
+            "camera_intrinsics": new_K[c.name].tolist(),
+            "camera_extrinsics": c.T_cam_world[:3].tolist(),
+            "distortion_coeffs": c.D.tolist(),
+        }
     T_world_rgb = T_world_cpf_ctrl[frames_ctrl] @ T_CPF_RGB
     cp["aria01"] = {
         "camera_intrinsics": [[150.0, 0.0, 255.5], [0.0, 150.0, 255.5], [0.0, 0.0, 1.0]],
@@ -272,11 +308,18 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, body: BodyModel, ide
     write_json_atomic(ann_dir / "camera_pose" / f"{uid}.json", cp)
 
     obs = Observations(
-        [c.name for c in all_cams], det.frame_index, det.camera, det.box, det.score, det.keypoints,
-        det.keypoint_conf, np.arange(n_frames, dtype=np.int32),
-    )  # fmt: skip
-    write_observations(root / "observations" / f"{uid}.h5", obs, take_uid=uid, detector="synthetic",
-                       keypoint_model="synthetic")  # fmt: skip
+        [c.name for c in all_cams],
+        det.frame_index,
+        det.camera,
+        det.box,
+        det.score,
+        det.keypoints,
+        det.keypoint_conf,
+        np.arange(n_frames, dtype=np.int32),
+    )
+    write_observations(
+        root / "observations" / f"{uid}.h5", obs, take_uid=uid, detector="synthetic", keypoint_model="synthetic"
+    )
 
     with atomic_path(root / "gt" / f"{uid}.h5", suffix=".h5") as tmp, h5py.File(tmp, "w") as f:
         f.attrs["camera_names"] = json.dumps([c.name for c in all_cams])
@@ -289,26 +332,55 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, body: BodyModel, ide
             g = f.create_group("wearer" if p == 0 else f"bystander_{p}")
             _write_h5_group(g, seq, frames_ctrl, pv, seq.joints[frames_ctrl][:, SMPLX_TO_COCO17])
         f["wearer/T_world_cpf"] = T_world_cpf_ctrl[frames_ctrl]
-        f["wearer/annotation3d_offset"] = np.zeros((17, 3)) if cfg.annotation_offset is None else np.asarray(
-            cfg.annotation_offset, dtype=np.float64).reshape(17, 3)  # fmt: skip
+        f["wearer/annotation3d_offset"] = (
+            np.zeros((17, 3))
+            if cfg.annotation_offset is None
+            else np.asarray(cfg.annotation_offset, dtype=np.float64).reshape(17, 3)
+        )
         d = f.create_group("detections")
         d["person_id"] = det.person_id
         d["lr_swapped"] = det.lr_swapped
         d["outlier"] = det.outlier
 
     return {
-        "take_uid": uid, "take_name": name, "root_dir": f"takes/{name}", "capture_uid": str(uuid.uuid5(UID_NAMESPACE, capture)),
-        "capture": {"capture_name": capture, "root_dir": f"captures/{capture}",
-                    "cameras": [{"cam_id": c, "is_ego": False, "device_type": "hero10", "relative_path": f"{c}.mp4"}
-                                for c in video_cams] + [{"cam_id": "aria01", "is_ego": True, "device_type": "aria"}]},
-        "timesync_start_idx": start, "timesync_end_idx": start + n_frames + 1, "duration_sec": n_frames / TAKE_FPS,
-        "task_name": "Synthetic Walkabout", "parent_task_name": "Synthetic", "best_exo": all_cams[0].name,
-        "validated": True, "is_dropped": False, "has_trimmed_trajectory": True, "has_trimmed_vrs": True,
-        "frame_aligned_videos": {c: {"0": {"cam_id": c, "stream_id": "0", "readable_stream_id": "0", "clip_uid": None,
-                                           "is_collage": False, "relative_path": f"frame_aligned_videos/{c}.mp4"}}
-                                 for c in video_cams},
-        "motionkit_synthetic": True, "split": split,
-    }  # fmt: skip
+        "take_uid": uid,
+        "take_name": name,
+        "root_dir": f"takes/{name}",
+        "capture_uid": str(uuid.uuid5(UID_NAMESPACE, capture)),
+        "capture": {
+            "capture_name": capture,
+            "root_dir": f"captures/{capture}",
+            "cameras": [
+                {"cam_id": c, "is_ego": False, "device_type": "hero10", "relative_path": f"{c}.mp4"} for c in video_cams
+            ]
+            + [{"cam_id": "aria01", "is_ego": True, "device_type": "aria"}],
+        },
+        "timesync_start_idx": start,
+        "timesync_end_idx": start + n_frames + 1,
+        "duration_sec": n_frames / TAKE_FPS,
+        "task_name": "Synthetic Walkabout",
+        "parent_task_name": "Synthetic",
+        "best_exo": all_cams[0].name,
+        "validated": True,
+        "is_dropped": False,
+        "has_trimmed_trajectory": True,
+        "has_trimmed_vrs": True,
+        "frame_aligned_videos": {
+            c: {
+                "0": {
+                    "cam_id": c,
+                    "stream_id": "0",
+                    "readable_stream_id": "0",
+                    "clip_uid": None,
+                    "is_collage": False,
+                    "relative_path": f"frame_aligned_videos/{c}.mp4",
+                }
+            }
+            for c in video_cams
+        },
+        "motionkit_synthetic": True,
+        "split": split,
+    }
 
 
 def write_synthetic_dataset(root, cfg: SynthConfig | None = None, progress: bool = False) -> list[str]:
@@ -330,15 +402,24 @@ def write_synthetic_dataset(root, cfg: SynthConfig | None = None, progress: bool
         entries.append(generate_take(root, cfg, i, body, mf.identity))
     splits = {e["take_uid"]: e.pop("split") for e in entries}
     write_json_atomic(root / "takes.json", entries, indent=1)
-    write_json_atomic(root / "captures.json", [{"capture_name": e["capture"]["capture_name"], "capture_uid": e["capture_uid"]}
-                                                for e in entries])  # fmt: skip
+    write_json_atomic(
+        root / "captures.json",
+        [{"capture_name": e["capture"]["capture_name"], "capture_uid": e["capture_uid"]} for e in entries],
+    )
     by_split: dict[str, list[str]] = {}
     for u, s in splits.items():
         by_split.setdefault(s, []).append(u)
-    write_json_atomic(root / "annotations" / "splits.json", {
-        "take_uid_to_split": splits, "split_to_take_uids": by_split,
-        "take_uid_to_benchmark": {u: ["ego_pose"] for u in splits}, "ds": "motionkit-synthetic",
-    })  # fmt: skip
-    write_json_atomic(root / "motionkit_synthetic.json", {"config": asdict(cfg), "body_model": mf.identity,
-                                                          "note": "synthetic dataset generated by motionkit synth"})
+    write_json_atomic(
+        root / "annotations" / "splits.json",
+        {
+            "take_uid_to_split": splits,
+            "split_to_take_uids": by_split,
+            "take_uid_to_benchmark": {u: ["ego_pose"] for u in splits},
+            "ds": "motionkit-synthetic",
+        },
+    )
+    write_json_atomic(
+        root / "motionkit_synthetic.json",
+        {"config": asdict(cfg), "body_model": mf.identity, "note": "synthetic dataset generated by motionkit synth"},
+    )
     return list(splits)

@@ -1,0 +1,37 @@
+# motionkit: every target creates .venv and installs what it needs on a fresh machine.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# torch/torchvision must match exactly; these two come from local disk on the project machines.
+TORCH  ?= torch==2.14.1 torchvision==0.29.1
+STAMP  := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: demo test bench lint install clean
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q $(TORCH)
+	$(BIN)/python -m pip install -q -e '.[dev,dist,detect]'
+	# projectaria-tools is only a cross-check reference for tests; its own deps are not needed
+	$(BIN)/python -m pip install -q --no-deps 'projectaria-tools==2.3.0' || echo "projectaria-tools unavailable: its cross-checks will skip"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/motionkit fit --take demo --fps 20 --out out/demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+lint: $(STAMP)
+	$(BIN)/ruff check motionkit tests benchmarks examples
+	$(BIN)/ruff format --check motionkit tests benchmarks examples
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .ruff_cache

@@ -1,0 +1,184 @@
+"""The result store: one HDF5 file per take, ``<out>/<take_uid>.h5``.
+
+Schema (``schema_version`` 1)
+-----------------------------
+Root attributes (provenance):
+
+==========================  ======================================================================
+``format``                  ``"motionkit-result"``
+``schema_version``          1
+``motionkit_version``       package version that wrote the file
+``created_utc``             ISO time
+``take_uid``, ``take_name``  input take
+``dataset_root``            dataset root the take was read from
+``body_model``              JSON identity of the body model (``kind``: ``synthetic`` or ``smplx``,
+                            ``sha256`` of the file); ``body_model_synthetic`` (bool) repeats the flag
+``config``, ``config_hash``  the run configuration as JSON and its SHA-256 (first 16 hex digits)
+``stages``                  JSON list of the stages whose outputs the file holds, in order
+``status``, ``message``     ``"ok"`` or ``"failed"``, with the reason when failed
+``timesync_offset``         0 or 1 (egoexo4d.md section 6); ``cpf_source``
+==========================  ======================================================================
+
+Groups hold each stage's arrays (documented by the stage that writes them); every array's leading
+axis is documented in ``pipeline.py``. Files are written atomically (temp file + rename), so a
+result file is either complete or absent.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from motionkit import __version__
+from motionkit.data.atomic import atomic_path
+from motionkit.data.errors import DataError
+
+FORMAT = "motionkit-result"
+SCHEMA_VERSION = 1
+
+
+def config_hash(config: dict) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@dataclass
+class TakeResult:
+    """In-memory form of a result file: root ``attrs``, ``arrays`` keyed ``"group/name"`` and
+    per-group attributes ``group_attrs``."""
+
+    attrs: dict[str, Any] = field(default_factory=dict)
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    group_attrs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self.arrays[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.arrays or key in self.group_attrs
+
+    def group(self, name: str) -> dict[str, np.ndarray]:
+        pre = name.rstrip("/") + "/"
+        return {k[len(pre) :]: v for k, v in self.arrays.items() if k.startswith(pre)}
+
+    def put(self, group: str, arrays: dict[str, Any] | None = None, **attrs) -> None:
+        for k, v in (arrays or {}).items():
+            self.arrays[f"{group}/{k}"] = np.asarray(v)
+        if attrs:
+            self.group_attrs.setdefault(group, {}).update(attrs)
+
+    def drop_group(self, name: str) -> None:
+        pre = name.rstrip("/") + "/"
+        for k in [k for k in self.arrays if k.startswith(pre)]:
+            del self.arrays[k]
+        self.group_attrs.pop(name, None)
+
+    @property
+    def stages(self) -> list[str]:
+        return json.loads(self.attrs.get("stages", "[]"))
+
+    @property
+    def config(self) -> dict:
+        return json.loads(self.attrs.get("config", "{}"))
+
+    @property
+    def body_model(self) -> dict:
+        return json.loads(self.attrs.get("body_model", "{}"))
+
+
+def _h5_attr(v: Any):
+    if isinstance(v, dict | list | tuple) and not isinstance(v, np.ndarray):
+        return json.dumps(v, default=str)
+    if v is None:
+        return "null"
+    return v
+
+
+def provenance(
+    *,
+    take_uid: str,
+    take_name: str,
+    dataset_root: str,
+    body_model: dict,
+    config: dict,
+    timesync_offset: int,
+    cpf_source: str,
+) -> dict:
+    """Root attributes every result file carries."""
+    return {
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "motionkit_version": __version__,
+        "created_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "take_uid": take_uid,
+        "take_name": take_name,
+        "dataset_root": str(dataset_root),
+        "body_model": json.dumps(body_model, sort_keys=True),
+        "body_model_synthetic": bool(body_model.get("synthetic", False)),
+        "config": json.dumps(config, sort_keys=True, default=str),
+        "config_hash": config_hash(config),
+        "stages": "[]",
+        "status": "ok",
+        "message": "",
+        "timesync_offset": int(timesync_offset),
+        "cpf_source": cpf_source,
+    }
+
+
+def write_result(path: str | os.PathLike, result: TakeResult) -> Path:
+    """Write ``result`` to ``path`` atomically."""
+    path = Path(path)
+    with atomic_path(path, suffix=".h5") as tmp, h5py.File(tmp, "w") as f:
+        for k, v in result.attrs.items():
+            f.attrs[k] = _h5_attr(v)
+        for key, arr in result.arrays.items():
+            arr = np.asarray(arr)
+            if arr.dtype.kind in "OU":
+                f.create_dataset(key, data=arr.astype(object).astype(str).astype(h5py.string_dtype()))
+            else:
+                kw = {"compression": "gzip", "compression_opts": 4} if arr.size > 4096 else {}
+                f.create_dataset(key, data=arr, **kw)
+        for g, attrs in result.group_attrs.items():
+            grp = f.require_group(g)
+            for k, v in attrs.items():
+                grp.attrs[k] = _h5_attr(v)
+    return path
+
+
+def read_result(path: str | os.PathLike) -> TakeResult:
+    """Read a result file written by ``write_result``."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(path, "result file not found")
+    try:
+        with h5py.File(path, "r") as f:
+            if f.attrs.get("format") != FORMAT:
+                raise DataError(path, f"not a motionkit result file (format={f.attrs.get('format')!r})")
+            res = TakeResult(attrs={k: (v.item() if isinstance(v, np.generic) else v) for k, v in f.attrs.items()})
+
+            def visit(name, obj):
+                if isinstance(obj, h5py.Dataset):
+                    data = obj[()]
+                    if obj.dtype.kind == "O" or h5py.check_string_dtype(obj.dtype):
+                        data = np.asarray(obj.asstr()[()], dtype=object)
+                    res.arrays[name] = data
+                elif isinstance(obj, h5py.Group) and len(obj.attrs):
+                    res.group_attrs[name] = {
+                        k: (v.item() if isinstance(v, np.generic) else v) for k, v in obj.attrs.items()
+                    }
+
+            f.visititems(visit)
+    except OSError as exc:
+        raise DataError(path, f"cannot read HDF5: {exc}") from exc
+    return res
+
+
+def result_path(out_dir: str | os.PathLike, take_uid: str) -> Path:
+    return Path(out_dir) / f"{take_uid}.h5"

@@ -1,0 +1,40 @@
+"""Shared fixtures: an isolated $MOTIONKIT_HOME and small synthetic datasets generated once per session."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from motionkit.data.synthetic.writer import SynthConfig, write_synthetic_dataset
+
+
+@pytest.fixture(scope="session", autouse=True)
+def motionkit_home(tmp_path_factory) -> Path:
+    home = tmp_path_factory.mktemp("motionkit_home")
+    old = os.environ.get("MOTIONKIT_HOME")
+    os.environ["MOTIONKIT_HOME"] = str(home)
+    os.environ.pop("MOTIONKIT_BODY_MODEL", None)
+    yield home
+    if old is None:
+        os.environ.pop("MOTIONKIT_HOME", None)
+    else:
+        os.environ["MOTIONKIT_HOME"] = old
+
+
+@pytest.fixture(scope="session")
+def synth_root(tmp_path_factory) -> Path:
+    """Three short takes: take 0 has no extra camera, take 1 a quality-0 camera, take 2 a camera
+    missing from gopro_calibs.csv; one portrait camera; NaN gaps in timesync.csv."""
+    root = tmp_path_factory.mktemp("synth")
+    write_synthetic_dataset(root, SynthConfig(takes=3, seed=11, duration=6.0, vertical_camera=True, nan_timesync=True))
+    return root
+
+
+@pytest.fixture(scope="session")
+def default_root(tmp_path_factory) -> Path:
+    """Two takes with default generator settings (4 landscape cameras, 2 bystanders), 10 s each."""
+    root = tmp_path_factory.mktemp("synth_default")
+    write_synthetic_dataset(root, SynthConfig(takes=2, seed=5, duration=10.0))
+    return root

@@ -1,0 +1,66 @@
+import json
+
+import numpy as np
+from click.testing import CliRunner
+
+from motionkit.cli import main
+from motionkit.data.egoexo4d import EgoExoDataset
+from motionkit.data.store import read_result
+
+
+def test_help_lists_working_commands():
+    r = CliRunner().invoke(main, ["--help"])
+    assert r.exit_code == 0
+    for cmd in ("fit", "synth", "takes"):
+        assert cmd in r.output
+    r = CliRunner().invoke(main, ["fit", "--help"])
+    assert r.exit_code == 0 and "--until" in r.output and "--fps" in r.output
+
+
+def test_synth_then_fit_json(tmp_path):
+    runner = CliRunner()
+    root = tmp_path / "ds"
+    r = runner.invoke(main, ["synth", "--root", str(root), "--takes", "1", "--duration", "3", "--seed", "9"])
+    assert r.exit_code == 0, r.output
+    take = EgoExoDataset(root).takes()[0]
+    out = tmp_path / "out"
+    r = runner.invoke(main, ["fit", "--take", take.take_name, "--root", str(root), "--out", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.output.strip().splitlines()[-1])
+    assert s["status"] == "ok" and s["frames"] == 60 and s["body_model"]["synthetic"] is True
+    res = read_result(out / f"{take.take_uid}.h5")
+    assert res.attrs["take_uid"] == take.take_uid and res.body_model["kind"] == "synthetic"
+    assert res["aria/valid"].all()
+    np.testing.assert_allclose(np.diff(res["grid/time_s"]), 0.05)
+    # a rerun reuses the cached stages
+    r = runner.invoke(main, ["fit", "--take", take.take_uid, "--root", str(root), "--out", str(out), "--json"])
+    assert json.loads(r.output.strip().splitlines()[-1])["reused_stages"] == s["stages"]
+
+
+def test_fit_unknown_take_fails_cleanly(tmp_path, synth_root):
+    out = tmp_path / "out"
+    r = CliRunner().invoke(main, ["fit", "--take", "nope", "--root", str(synth_root), "--out", str(out)])
+    assert r.exit_code != 0
+    assert "takes.json" in r.output and "'nope' not found" in r.output
+    assert "Traceback" not in r.output
+    assert not out.exists() or not list(out.iterdir())
+
+
+def test_fit_records_failure_in_result(tmp_path, synth_root):
+    import shutil
+
+    root = tmp_path / "ds"
+    shutil.copytree(synth_root, root)
+    take = EgoExoDataset(root).takes()[0]
+    (root / take.root_dir / "trajectory" / "closed_loop_trajectory.csv").write_text("graph_uid\n")
+    out = tmp_path / "out"
+    r = CliRunner().invoke(main, ["fit", "--take", take.take_uid, "--root", str(root), "--out", str(out)])
+    assert r.exit_code != 0 and "closed_loop_trajectory.csv" in r.output and "missing columns" in r.output
+    res = read_result(out / f"{take.take_uid}.h5")
+    assert res.attrs["status"] == "failed" and "closed_loop_trajectory.csv" in res.attrs["message"]
+    assert res.stages == ["load"]
+
+
+def test_bad_until(tmp_path, synth_root):
+    r = CliRunner().invoke(main, ["fit", "--take", "x", "--root", str(synth_root), "--until", "nonsense"])
+    assert r.exit_code != 0 and "unknown stage" in r.output
