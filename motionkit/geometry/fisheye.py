@@ -249,8 +249,19 @@ def kb3_project(points_cam, params, *, return_valid: bool = False):
     return kb3_project_np(points_cam, params, return_valid=return_valid)
 
 
+NUMBA_MIN_POINTS = 20_000
+
+
 def kb3_unproject(pixels, params, *, return_valid: bool = False):
-    """KB3 unprojection; torch tensors go to ``kb3_unproject_torch``, anything else to numpy."""
+    """KB3 unprojection; torch tensors go to ``kb3_unproject_torch``; large numpy point sets of one
+    camera to the compiled ``kb3_unproject_numba``; anything else to ``kb3_unproject_np``."""
     if _is_torch(pixels):
         return kb3_unproject_torch(pixels, params, return_valid=return_valid)
+    params_np = np.asarray(params)
+    if params_np.shape == (8,) and np.size(pixels) >= 2 * NUMBA_MIN_POINTS:
+        try:
+            ray = kb3_unproject_numba(pixels, params_np)
+        except ImportError:  # pragma: no cover - numba is a dependency, but stay usable without it
+            return kb3_unproject_np(pixels, params, return_valid=return_valid)
+        return (ray, np.isfinite(ray[..., 0])) if return_valid else ray
     return kb3_unproject_np(pixels, params, return_valid=return_valid)

@@ -1,0 +1,534 @@
+"""Robust multi-view triangulation of keypoints from raw fisheye pixels (cameras.md section 6).
+
+Per frame, view and joint: a raw pixel and a confidence. Observations with ``conf >= conf_min``
+are unprojected (KB3, Newton) to world rays. The linear solve is the confidence-weighted DLT in
+ray space: for a view with unit ray ``d`` and an orthonormal basis ``e1, e2`` of the plane normal
+to ``d``, the rows ``w e_k^T [R | t]`` act on the homogeneous point; with ``X_4 = 1`` this is the
+3x3 system ``sum_v w_v^2 (I - d_v d_v^T) (X - C_v) = 0`` (``C_v`` the camera centre), which works
+for any ray direction. Then:
+
+1. RANSAC over all pairs of valid views (3+ views): each pair's point is reprojected into every
+   valid view; views within ``ransac_px`` are inliers; most inliers wins, ties go to the lower mean
+   inlier error; the winner is re-solved on its inliers.
+2. While the worst inlier residual exceeds ``max_residual_px`` and more than ``min_views``
+   inliers remain, drop that view and re-solve.
+3. Fewer than ``min_views`` inliers -> ``TOO_FEW_VIEWS``; mean (or max) inlier residual above
+   ``max_residual_px`` -> ``RESIDUAL_REJECTED``; a point behind an inlier camera -> ``CHEIRALITY``.
+4. Optional Huber refinement (Gauss-Newton / IRLS on pixel residuals of the inliers).
+
+Two implementations with identical results: a Numba kernel (default, one compiled loop over
+points, parallel) and a batched numpy reference (``backend="numpy"``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from motionkit.geometry.camera import CameraRig
+from motionkit.geometry.fisheye import kb3_project_np, kb3_unproject_np, theta_max_np
+
+STATUS_NAMES = ("OK", "TOO_FEW_VIEWS", "RESIDUAL_REJECTED", "CHEIRALITY", "NO_CONVERGENCE")
+OK, TOO_FEW_VIEWS, RESIDUAL_REJECTED, CHEIRALITY, NO_CONVERGENCE = range(5)
+
+
+@dataclass(frozen=True)
+class TriangulationConfig:
+    min_views: int = 2
+    max_residual_px: float = 60.0
+    ransac_px: float = 35.0
+    conf_min: float = 0.3
+    residual_stat: str = "mean"  # "mean" or "max" over inlier views for the final rejection
+    huber_refine: bool = False
+    huber_delta_px: float = 10.0
+    huber_iters: int = 4
+
+
+@dataclass
+class TriangulationResult:
+    """``points (F, J, 3)`` world metres (NaN unless status OK); ``residual_px (F, V, J)`` pixel
+    reprojection error of the final point in every view with a valid observation (NaN otherwise);
+    ``inlier (F, V, J)``; ``n_views (F, J)`` inlier count; ``status (F, J)`` int8 (``STATUS_NAMES``);
+    ``resid_mean``, ``resid_max (F, J)`` over inliers."""
+
+    points: np.ndarray
+    residual_px: np.ndarray
+    inlier: np.ndarray
+    n_views: np.ndarray
+    status: np.ndarray
+    resid_mean: np.ndarray
+    resid_max: np.ndarray
+
+    def status_counts(self) -> dict[str, int]:
+        return {n: int((self.status == i).sum()) for i, n in enumerate(STATUS_NAMES)}
+
+
+def _validate(pixels: np.ndarray, conf: np.ndarray, rig: CameraRig) -> None:
+    if not isinstance(rig, CameraRig) or len(rig) == 0:
+        raise ValueError("triangulate needs a non-empty CameraRig")
+    if pixels.ndim != 4 or pixels.shape[-1] != 2:
+        raise ValueError(f"pixels must have shape (F, V, J, 2); got {pixels.shape}")
+    if conf.shape != pixels.shape[:-1]:
+        raise ValueError(f"conf must have shape {pixels.shape[:-1]} (F, V, J); got {conf.shape}")
+    if pixels.shape[1] != len(rig):
+        raise ValueError(f"pixels have {pixels.shape[1]} views but the rig has {len(rig)} cameras")
+    if not np.isfinite(rig.params).all():
+        raise ValueError("camera parameters must be finite")
+
+
+def _flatten(pixels: np.ndarray, conf: np.ndarray, conf_min: float):
+    """``(F, V, J, ...)`` -> points first: pixels ``(N, V, 2)``, weights ``(N, V)`` with N = F*J."""
+    F, V, J, _ = pixels.shape
+    px = np.ascontiguousarray(np.moveaxis(pixels, 1, 2).reshape(F * J, V, 2))
+    w = np.moveaxis(conf, 1, 2).reshape(F * J, V)
+    w = np.where((w >= conf_min) & np.isfinite(px).all(-1), w, 0.0)
+    return px, w
+
+
+def _world_rays(px: np.ndarray, w: np.ndarray, rig: CameraRig):
+    """World rays ``(N, V, 3)`` of the usable observations and their weights (0 where unusable)."""
+    dirs = np.empty(px.shape[:-1] + (3,))
+    for v, cam in enumerate(rig):  # a loop over cameras (a handful), not points
+        dirs[:, v] = kb3_unproject_np(px[:, v], cam.params) @ cam.T_world_cam[:3, :3].T
+    ok = (w > 0) & np.isfinite(dirs).all(-1)
+    return dirs, np.where(ok, w, 0.0)
+
+
+# ------------------------------------------------------------------------------------------------ numpy reference
+def _solve_np(C: np.ndarray, dirs: np.ndarray, w: np.ndarray, mask: np.ndarray):
+    """Weighted ray-space DLT for each row: ``mask (..., V)`` -> ``X (..., 3)``, ``ok (...)``.
+
+    Two passes: plain confidence weights, then weights divided by each view's depth so that the
+    residuals are angles (close to pixels) rather than metres.
+    """
+    X, ok = _solve_once_np(C, dirs, w, mask, None)
+    X2, ok2 = _solve_once_np(C, dirs, w, mask, np.where(ok[..., None], X, 0.0))
+    return np.where(ok[..., None], X2, np.nan), ok & ok2
+
+
+def _solve_once_np(C, dirs, w, mask, X0):
+    """One weighted solve; with ``X0`` the weights are divided by each view's squared depth at X0."""
+    ww = np.where(mask, w, 0.0) ** 2
+    if X0 is not None:
+        dep = _ray_depth(X0, np.nan_to_num(dirs), C)
+        ww = ww / np.maximum(dep * dep, 1e-4)
+    d = np.nan_to_num(dirs)
+    P = np.eye(3) - d[..., :, None] * d[..., None, :]  # (..., V, 3, 3)
+    A = np.einsum("...v,...vij->...ij", ww, P)
+    b = np.einsum("...v,...vij,vj->...i", ww, P, C)
+    det = np.linalg.det(A)
+    scale = np.einsum("...ii->...", A) ** 3 + 1e-300
+    ok = (mask.sum(-1) >= 2) & (np.abs(det) > 1e-12 * scale)
+    A = np.where(ok[..., None, None], A, np.eye(3))
+    X = np.linalg.solve(A, b[..., None])[..., 0]
+    return np.where(ok[..., None], X, np.nan), ok
+
+
+def _reproject_np(X: np.ndarray, rig: CameraRig, px: np.ndarray) -> np.ndarray:
+    """Pixel errors ``(..., V)`` of points ``X (..., 3)`` in every view against ``px (..., V, 2)``
+    (broadcasting over the leading dims)."""
+    T = rig.T_cam_world
+    pc = np.einsum("vij,...j->...vi", T[:, :3, :3], X) + T[:, :3, 3]
+    return np.linalg.norm(kb3_project_np(pc, rig.params) - px, axis=-1)
+
+
+def _ray_depth(X: np.ndarray, dirs: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """Depth of ``X (..., 3)`` along each view's ray: ``d_v . (X - C_v)`` -> ``(..., V)``."""
+    return np.einsum("...vi,...vi->...v", dirs, X[..., None, :] - C)
+
+
+def _triangulate_np(px, dirs, w, rig: CameraRig, cfg: TriangulationConfig):
+    N, V, _ = dirs.shape
+    C = rig.centers
+    valid = w > 0
+    nvalid = valid.sum(-1)
+    pairs = np.array(list(itertools.combinations(range(V), 2))) if V >= 2 else np.zeros((0, 2), int)
+    inl = valid.copy()
+    if len(pairs):
+        pm = np.zeros((len(pairs), V), bool)
+        pm[np.arange(len(pairs)), pairs[:, 0]] = True
+        pm[np.arange(len(pairs)), pairs[:, 1]] = True
+        pmask = pm[None] & valid[:, None, :]  # (N, P, V)
+        pair_ok = pmask.sum(-1) == 2
+        Xp, okp = _solve_once_np(C, dirs[:, None], w[:, None], pmask, None)  # (N, P, 3), one pass
+        err = _reproject_np(Xp, rig, px[:, None])  # (N, P, V)
+        depth_ok = _ray_depth(Xp, np.nan_to_num(dirs)[:, None], C) > 0
+        cheir = np.where(pmask, depth_ok, True).all(-1)
+        good = pair_ok & okp & cheir
+        e_in = valid[:, None] & (err < cfg.ransac_px)
+        count = np.where(good, e_in.sum(-1), -1)
+        mean_in = np.where(e_in, err, 0).sum(-1) / np.maximum(e_in.sum(-1), 1)
+        # most inliers, then lowest mean inlier error, then the first pair
+        key = count * 1e7 - np.minimum(mean_in, 1e6)
+        best = np.argmax(np.where(good, key, -np.inf), axis=-1)
+        Xa, oka = _solve_np(C, dirs, w, valid)
+        all_agree = oka & np.where(valid, _reproject_np(Xa, rig, px) < cfg.ransac_px, True).all(-1)
+        use_ransac = (nvalid >= 3) & good.any(-1) & ~all_agree
+        inl = np.where(use_ransac[:, None], e_in[np.arange(N), best], valid)
+    X, ok = _solve_np(C, dirs, w, inl)
+    for _ in range(max(V - cfg.min_views, 0)):
+        err = _reproject_np(X, rig, px)
+        e = np.where(inl, np.where(np.isfinite(err), err, np.inf), -1.0)
+        worst = np.argmax(e, -1)
+        drop = (e.max(-1) > cfg.max_residual_px) & (inl.sum(-1) > cfg.min_views)
+        if not drop.any():
+            break
+        inl[np.flatnonzero(drop), worst[drop]] = False
+        X2, ok2 = _solve_np(C, dirs[drop], w[drop], inl[drop])
+        X[drop], ok[drop] = X2, ok2
+    return X, inl, ok
+
+
+# ------------------------------------------------------------------------------------------------ numba kernel
+_kernel = None
+
+
+def _build_kernel():
+    import numba
+
+    @numba.njit(cache=True, inline="always")
+    def project(X0, X1, X2, R, t, p, tmax):  # pragma: no cover - compiled
+        x = R[0, 0] * X0 + R[0, 1] * X1 + R[0, 2] * X2 + t[0]
+        y = R[1, 0] * X0 + R[1, 1] * X1 + R[1, 2] * X2 + t[1]
+        z = R[2, 0] * X0 + R[2, 1] * X1 + R[2, 2] * X2 + t[2]
+        r = math.sqrt(x * x + y * y)
+        th = math.atan2(r, z)
+        if not th < tmax:
+            return np.nan, np.nan
+        t2 = th * th
+        rd = th * (1 + t2 * (p[4] + t2 * (p[5] + t2 * (p[6] + t2 * p[7]))))
+        s = 1.0 / z if r <= 1e-9 * abs(z) else rd / r
+        return p[0] * s * x + p[2], p[1] * s * y + p[3]
+
+    @numba.njit(cache=True, inline="always")
+    def unproject(u, v, p, tmax):  # pragma: no cover - compiled; same Newton as kb3_unproject_np
+        mx = (u - p[2]) / p[0]
+        my = (v - p[3]) / p[1]
+        rho = math.sqrt(mx * mx + my * my)
+        th = rho
+        for _ in range(20):
+            t2 = th * th
+            f = th * (1 + t2 * (p[4] + t2 * (p[5] + t2 * (p[6] + t2 * p[7])))) - rho
+            df = 1 + t2 * (3 * p[4] + t2 * (5 * p[5] + t2 * (7 * p[6] + t2 * 9 * p[7])))
+            step = f / df
+            th -= step
+            if not abs(step) >= 1e-12:
+                break
+        t2 = th * th
+        f = th * (1 + t2 * (p[4] + t2 * (p[5] + t2 * (p[6] + t2 * p[7])))) - rho
+        df = 1 + t2 * (3 * p[4] + t2 * (5 * p[5] + t2 * (7 * p[6] + t2 * 9 * p[7])))
+        if not (abs(f) < 1e-9 and df > 0 and th >= 0 and th < tmax):
+            return False, 0.0, 0.0, 0.0
+        st = math.sin(th)
+        if rho < 1e-12:
+            return True, 0.0, 0.0, 1.0
+        return True, st * mx / rho, st * my / rho, math.cos(th)
+
+    @numba.njit(cache=True)
+    def solve_once(C, d, w, mask, X0, X1, X2, reweight):  # pragma: no cover - compiled
+        a00 = a01 = a02 = a11 = a12 = a22 = 0.0
+        b0 = b1 = b2 = 0.0
+        n = 0
+        for v in range(C.shape[0]):
+            if not (mask >> v) & 1:
+                continue
+            n += 1
+            ww = w[v] * w[v]
+            if reweight:
+                dep = d[v, 0] * (X0 - C[v, 0]) + d[v, 1] * (X1 - C[v, 1]) + d[v, 2] * (X2 - C[v, 2])
+                ww /= max(dep * dep, 1e-4)
+            dx, dy, dz = d[v, 0], d[v, 1], d[v, 2]
+            p00, p01, p02 = 1 - dx * dx, -dx * dy, -dx * dz
+            p11, p12, p22 = 1 - dy * dy, -dy * dz, 1 - dz * dz
+            a00 += ww * p00
+            a01 += ww * p01
+            a02 += ww * p02
+            a11 += ww * p11
+            a12 += ww * p12
+            a22 += ww * p22
+            cx, cy, cz = C[v, 0], C[v, 1], C[v, 2]
+            b0 += ww * (p00 * cx + p01 * cy + p02 * cz)
+            b1 += ww * (p01 * cx + p11 * cy + p12 * cz)
+            b2 += ww * (p02 * cx + p12 * cy + p22 * cz)
+        if n < 2:
+            return False, np.nan, np.nan, np.nan
+        c00 = a11 * a22 - a12 * a12
+        c01 = a02 * a12 - a01 * a22
+        c02 = a01 * a12 - a02 * a11
+        det = a00 * c00 + a01 * c01 + a02 * c02
+        tr = a00 + a11 + a22
+        if not abs(det) > 1e-12 * (tr * tr * tr + 1e-300):
+            return False, np.nan, np.nan, np.nan
+        c11 = a00 * a22 - a02 * a02
+        c12 = a01 * a02 - a00 * a12
+        c22 = a00 * a11 - a01 * a01
+        inv = 1.0 / det
+        return (True, (c00 * b0 + c01 * b1 + c02 * b2) * inv, (c01 * b0 + c11 * b1 + c12 * b2) * inv,
+                (c02 * b0 + c12 * b1 + c22 * b2) * inv)  # fmt: skip
+
+    @numba.njit(cache=True)
+    def solve(C, d, w, mask):  # pragma: no cover - compiled
+        ok, X0, X1, X2 = solve_once(C, d, w, mask, 0.0, 0.0, 0.0, False)
+        if ok:  # second pass: weight by 1 / depth^2, so that residuals are angles (~pixels), not metres
+            ok, X0, X1, X2 = solve_once(C, d, w, mask, X0, X1, X2, True)
+        return ok, X0, X1, X2
+
+    @numba.njit(parallel=True, cache=True)
+    def kernel(
+        px, w, C, Rcw, tcw, params, tmax, min_views, max_res, ransac_px, X_out, inl_out, ok_out, err_out, dirs
+    ):  # pragma: no cover
+        N, V = w.shape
+        for n in numba.prange(N):
+            valid = 0
+            nv = 0
+            for v in range(V):
+                if w[n, v] > 0:
+                    okr, dx, dy, dz = unproject(px[n, v, 0], px[n, v, 1], params[v], tmax[v])
+                    if okr:  # camera ray -> world: R_wc = R_cw^T
+                        dirs[n, v, 0] = Rcw[v, 0, 0] * dx + Rcw[v, 1, 0] * dy + Rcw[v, 2, 0] * dz
+                        dirs[n, v, 1] = Rcw[v, 0, 1] * dx + Rcw[v, 1, 1] * dy + Rcw[v, 2, 1] * dz
+                        dirs[n, v, 2] = Rcw[v, 0, 2] * dx + Rcw[v, 1, 2] * dy + Rcw[v, 2, 2] * dz
+                        valid |= 1 << v
+                        nv += 1
+                        continue
+                dirs[n, v, 0] = dirs[n, v, 1] = dirs[n, v, 2] = 0.0
+            inl = valid
+            need_ransac = False
+            if nv >= 3:
+                ok, X0, X1, X2 = solve(C, dirs[n], w[n], valid)
+                need_ransac = not ok
+                if ok:
+                    for v in range(V):
+                        if (valid >> v) & 1:
+                            u, vv = project(X0, X1, X2, Rcw[v], tcw[v], params[v], tmax[v])
+                            e = math.sqrt((u - px[n, v, 0]) ** 2 + (vv - px[n, v, 1]) ** 2)
+                            if not e < ransac_px:
+                                need_ransac = True
+            if need_ransac:
+                best_cnt = -1
+                best_mean = np.inf
+                best_inl = 0
+                for a in range(V):
+                    if not (valid >> a) & 1:
+                        continue
+                    for b in range(a + 1, V):
+                        if not (valid >> b) & 1:
+                            continue
+                        pm = (1 << a) | (1 << b)
+                        ok, X0, X1, X2 = solve_once(C, dirs[n], w[n], pm, 0.0, 0.0, 0.0, False)
+                        if not ok:
+                            continue
+                        bad = False
+                        for v in (a, b):
+                            dep = (dirs[n, v, 0] * (X0 - C[v, 0]) + dirs[n, v, 1] * (X1 - C[v, 1])
+                                   + dirs[n, v, 2] * (X2 - C[v, 2]))  # fmt: skip
+                            if not dep > 0:
+                                bad = True
+                        if bad:
+                            continue
+                        cnt = 0
+                        tot = 0.0
+                        cur = 0
+                        for v in range(V):
+                            if not (valid >> v) & 1:
+                                continue
+                            u, vv = project(X0, X1, X2, Rcw[v], tcw[v], params[v], tmax[v])
+                            e = math.sqrt((u - px[n, v, 0]) ** 2 + (vv - px[n, v, 1]) ** 2)
+                            if e < ransac_px:
+                                cur |= 1 << v
+                                cnt += 1
+                                tot += e
+                        mean = tot / max(cnt, 1)
+                        if cnt > best_cnt or (cnt == best_cnt and mean < best_mean):
+                            best_cnt, best_mean, best_inl = cnt, mean, cur
+                if best_cnt >= 0:
+                    inl = best_inl
+            ok, X0, X1, X2 = solve(C, dirs[n], w[n], inl)
+            for _ in range(max(V - min_views, 0)):
+                if not ok:
+                    break
+                worst = -1
+                wv = -1.0
+                ninl = 0
+                for v in range(V):
+                    if (inl >> v) & 1:
+                        ninl += 1
+                        u, vv = project(X0, X1, X2, Rcw[v], tcw[v], params[v], tmax[v])
+                        e = math.sqrt((u - px[n, v, 0]) ** 2 + (vv - px[n, v, 1]) ** 2)
+                        if e != e:
+                            e = np.inf  # an inlier that no longer projects is the worst view
+                        if e > wv:
+                            wv = e
+                            worst = v
+                if not (wv > max_res and ninl > min_views):
+                    break
+                inl &= ~(1 << worst)
+                ok, X0, X1, X2 = solve(C, dirs[n], w[n], inl)
+            for v in range(V):
+                inl_out[n, v] = (inl >> v) & 1
+                if ok and (valid >> v) & 1:
+                    u, vv = project(X0, X1, X2, Rcw[v], tcw[v], params[v], tmax[v])
+                    err_out[n, v] = math.sqrt((u - px[n, v, 0]) ** 2 + (vv - px[n, v, 1]) ** 2)
+                else:
+                    err_out[n, v] = np.nan
+            X_out[n, 0], X_out[n, 1], X_out[n, 2] = X0, X1, X2
+            ok_out[n] = ok
+
+    return kernel
+
+
+def _triangulate_numba(px, w, rig: CameraRig, cfg: TriangulationConfig):
+    """Compiled path: unprojection, RANSAC, rejection and residuals in one parallel loop over points."""
+    global _kernel
+    if _kernel is None:
+        _kernel = _build_kernel()
+    N, V = w.shape
+    T = rig.T_cam_world
+    X = np.empty((N, 3))
+    inl = np.empty((N, V), dtype=np.bool_)
+    ok = np.empty(N, dtype=np.bool_)
+    err = np.empty((N, V))
+    dirs = np.empty((N, V, 3))
+    _kernel(
+        np.ascontiguousarray(px, dtype=np.float64), np.ascontiguousarray(w), rig.centers,
+        np.ascontiguousarray(T[:, :3, :3]), np.ascontiguousarray(T[:, :3, 3]), rig.params, theta_max_np(rig.params),
+        cfg.min_views, cfg.max_residual_px, cfg.ransac_px, X, inl, ok, err, dirs,
+    )  # fmt: skip
+    w = np.where((dirs != 0).any(-1), w, 0.0)
+    return X, inl, ok, err, dirs, w
+
+
+# ------------------------------------------------------------------------------------------------ public API
+def triangulate(
+    pixels: np.ndarray,
+    conf: np.ndarray,
+    rig: CameraRig,
+    *,
+    min_views: int = 2,
+    max_residual_px: float = 60.0,
+    ransac_px: float = 35.0,
+    conf_min: float = 0.3,
+    residual_stat: str = "mean",
+    huber_refine: bool = False,
+    backend: str = "numba",
+) -> TriangulationResult:
+    """Triangulate keypoints seen in several fisheye views.
+
+    Args:
+        pixels: ``(F, V, J, 2)`` raw fisheye pixels (NaN = missing), views in ``rig`` order.
+        conf: ``(F, V, J)`` confidences in [0, 1]; observations below ``conf_min`` are ignored.
+        rig: the cameras.
+        backend: ``"numba"`` (compiled, default) or ``"numpy"`` (batched reference).
+
+    Returns:
+        A ``TriangulationResult`` (see its docstring).
+    """
+    pixels = np.asarray(pixels, dtype=np.float64)
+    conf = np.asarray(conf, dtype=np.float64)
+    _validate(pixels, conf, rig)
+    if min_views < 2:
+        raise ValueError("min_views must be >= 2")
+    if residual_stat not in ("mean", "max"):
+        raise ValueError("residual_stat must be 'mean' or 'max'")
+    cfg = TriangulationConfig(min_views, max_residual_px, ransac_px, conf_min, residual_stat, huber_refine)
+    F, V, J, _ = pixels.shape
+    px, w = _flatten(pixels, conf, conf_min)
+    if backend == "numba":
+        X, inl, ok, err, dirs, w = _triangulate_numba(px, w, rig, cfg)
+    elif backend == "numpy":
+        dirs, w = _world_rays(px, w, rig)
+        X, inl, ok = _triangulate_np(px, dirs, w, rig, cfg)
+        err = None
+    else:
+        raise ValueError(f"unknown backend {backend!r}")
+    if huber_refine:
+        X = huber_refine_points(X, px, np.where(inl, w, 0.0), rig, cfg.huber_delta_px, cfg.huber_iters)
+        err = None
+    if err is None:
+        err = _reproject_np(X, rig, px)
+    valid = w > 0
+    err = np.where(valid & ok[:, None], err, np.nan)
+    n_inl = inl.sum(-1)
+    e_in = np.where(inl & np.isfinite(err), err, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rmean = np.where(n_inl > 0, e_in.sum(-1) / n_inl, np.nan)
+    rmax = np.where(n_inl > 0, np.where(inl, np.nan_to_num(err, nan=np.inf), -np.inf).max(-1), np.nan)
+    depth_bad = (inl & ~(_ray_depth(X, np.nan_to_num(dirs), rig.centers) > 0)).any(-1)
+    status = np.full(len(X), OK, dtype=np.int8)
+    stat = rmax if residual_stat == "max" else rmean
+    status[~(stat <= max_residual_px)] = RESIDUAL_REJECTED
+    status[depth_bad] = CHEIRALITY
+    status[~ok | (n_inl < min_views)] = TOO_FEW_VIEWS
+    X = np.where((status == OK)[:, None], X, np.nan)
+    inl = inl & (status == OK)[:, None]
+    return TriangulationResult(
+        points=X.reshape(F, J, 3),
+        residual_px=np.moveaxis(err.reshape(F, J, V), 2, 1),
+        inlier=np.moveaxis(inl.reshape(F, J, V), 2, 1),
+        n_views=np.where(status == OK, n_inl, 0).reshape(F, J),
+        status=status.reshape(F, J),
+        resid_mean=rmean.reshape(F, J),
+        resid_max=rmax.reshape(F, J),
+    )
+
+
+def huber_refine_points(X, px, w, rig: CameraRig, delta: float = 10.0, iters: int = 4) -> np.ndarray:
+    """IRLS / Gauss-Newton on pixel residuals with Huber weights, batched over points.
+
+    ``X (N, 3)``, ``px (N, V, 2)``, ``w (N, V)`` (0 = not used) -> refined ``(N, 3)``.
+    """
+    X = X.copy()
+    ok = np.isfinite(X).all(-1) & ((w > 0).sum(-1) >= 2)
+    T = rig.T_cam_world
+    h = 1e-6
+    for _ in range(iters):
+        Xs = X[ok]
+        pts = np.concatenate([Xs[:, None], Xs[:, None] + h * np.eye(3)[None]], axis=1)  # (n, 4, 3)
+        pc = np.einsum("vij,npj->npvi", T[:, :3, :3], pts) + T[:, :3, 3]
+        uv = kb3_project_np(pc, rig.params)  # (n, 4, V, 2)
+        r = uv[:, 0] - px[ok]  # (n, V, 2)
+        Jm = (uv[:, 1:] - uv[:, :1]) / h  # (n, 3, V, 2)
+        Jm = np.moveaxis(Jm, 1, -1)  # (n, V, 2, 3)
+        e = np.linalg.norm(r, axis=-1)
+        hub = np.where(e <= delta, 1.0, delta / np.maximum(e, 1e-12))
+        ww = np.where(np.isfinite(e), w[ok] * hub, 0.0)
+        r = np.nan_to_num(r)
+        Jm = np.nan_to_num(Jm)
+        H = np.einsum("nv,nvki,nvkj->nij", ww, Jm, Jm) + 1e-9 * np.eye(3)
+        g = np.einsum("nv,nvki,nvk->ni", ww, Jm, r)
+        X[ok] = Xs - np.linalg.solve(H, g[..., None])[..., 0]
+    return X
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    kept: list[str]
+    dropped: dict[str, str]  # camera -> reason
+    median_distance_m: dict[str, float]
+
+
+def prune_far_cameras(rig: CameraRig, subject_points: np.ndarray, ratio: float = 3.0) -> PruneResult:
+    """Drop cameras whose median distance to the subject exceeds ``ratio`` x the closest camera's.
+
+    ``subject_points (T, 3)`` world metres (e.g. the Aria head anchor; NaN rows ignored).
+    """
+    if len(rig) == 0:
+        raise ValueError("prune_far_cameras needs a non-empty rig")
+    P = np.asarray(subject_points, dtype=np.float64)
+    if P.ndim != 2 or P.shape[1] != 3:
+        raise ValueError(f"subject_points must have shape (T, 3); got {P.shape}")
+    P = P[np.isfinite(P).all(1)]
+    if len(P) == 0:
+        return PruneResult(rig.names, {}, {n: math.nan for n in rig.names})
+    d = np.median(np.linalg.norm(P[:, None, :] - rig.centers[None], axis=-1), axis=0)
+    dmin = d.min()
+    kept, dropped = [], {}
+    for name, di in zip(rig.names, d, strict=True):
+        if di > ratio * dmin:
+            dropped[name] = f"CAMERA_PRUNED_FAR: median distance {di:.2f} m > {ratio:g} x {dmin:.2f} m"
+        else:
+            kept.append(name)
+    return PruneResult(kept, dropped, dict(zip(rig.names, d.tolist(), strict=True)))

@@ -1,0 +1,136 @@
+import h5py
+import numpy as np
+import pytest
+
+from motionkit.data.egoexo4d import EgoExoDataset
+from motionkit.geometry.camera import Camera, CameraRig
+from motionkit.geometry.rotations import make_transform
+from motionkit.geometry.triangulation import RESIDUAL_REJECTED, TOO_FEW_VIEWS, prune_far_cameras, triangulate
+
+
+def corrupt(px, rng, noise=4.0, outlier_rate=0.10):
+    noisy = px + rng.normal(0, noise, px.shape)
+    outl = (rng.random(px.shape[:-1]) < outlier_rate) & np.isfinite(px).all(-1)
+    ang = rng.uniform(0, 2 * np.pi, outl.sum())
+    mag = rng.uniform(80, 400, outl.sum())
+    noisy[outl] += np.stack([np.cos(ang), np.sin(ang)], -1) * mag[:, None]
+    conf = np.where(np.isfinite(noisy).all(-1), rng.uniform(0.6, 1.0, px.shape[:-1]), 0.0)
+    return noisy, conf, outl
+
+
+@pytest.fixture(scope="module")
+def scene(default_root):
+    ds = EgoExoDataset(default_root)
+    out = []
+    for info in ds.takes():
+        take = ds.take(info.take_uid)
+        with h5py.File(default_root / "gt" / f"{take.uid}.h5") as f:
+            out.append((take.rig, f["wearer/coco17_world"][()]))
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_accuracy_and_outlier_rejection(scene, backend):
+    rng = np.random.default_rng(0)
+    for rig, X in scene:
+        px = rig.project(X)
+        noisy, conf, outl = corrupt(px, rng)
+        r = triangulate(noisy, conf, rig, backend=backend)
+        err = np.linalg.norm(r.points - X, axis=-1)
+        ok = np.isfinite(err)
+        assert ok.mean() > 0.97
+        assert np.median(err[ok]) <= 0.010, np.median(err[ok])
+        assert (~r.inlier[outl]).mean() >= 0.95
+        assert r.points.shape == X.shape and r.residual_px.shape == px.shape[:-1]
+        assert (r.n_views[ok] >= 2).all() and (r.resid_mean[ok] <= 60).all()
+
+
+def test_backends_agree(scene):
+    rng = np.random.default_rng(1)
+    rig, X = scene[0]
+    noisy, conf, _ = corrupt(rig.project(X), rng, outlier_rate=0.2)
+    a = triangulate(noisy, conf, rig, backend="numba")
+    b = triangulate(noisy, conf, rig, backend="numpy")
+    np.testing.assert_array_equal(a.status, b.status)
+    np.testing.assert_array_equal(a.inlier, b.inlier)
+    np.testing.assert_allclose(a.points, b.points, atol=1e-9, equal_nan=True)
+    np.testing.assert_allclose(a.residual_px, b.residual_px, atol=1e-6, equal_nan=True)
+
+
+def test_exact_data_is_exact(scene):
+    rig, X = scene[0]
+    px = rig.project(X[:20])
+    r = triangulate(px, np.ones(px.shape[:-1]), rig)
+    ok = np.isfinite(r.points[..., 0])
+    assert np.abs(r.points[ok] - X[:20][ok]).max() < 1e-8
+    assert np.nanmax(r.residual_px) < 1e-6
+
+
+def two_cams():
+    def look(c, t):
+        z = (t - c) / np.linalg.norm(t - c)
+        x = np.cross(z, [0, 0, 1.0])
+        x /= np.linalg.norm(x)
+        return make_transform(np.stack([x, np.cross(z, x), z], 1), c)
+
+    p = np.array([1700.0, 1700.0, 1920, 1080, 0.03, 0.05, -0.05, 0.02])
+    tgt = np.array([0.0, 0.0, 1.0])
+    cams = [Camera(f"c{i}", 3840, 2160, p, look(np.array(c, float), tgt)) for i, c in
+            enumerate([(4, 0, 1.5), (0, 4, 1.5), (-4, 0, 1.5), (0, -4, 1.5)])]  # fmt: skip
+    return CameraRig(cams)
+
+
+def test_too_few_views_and_residual_rejection():
+    rig = two_cams()
+    X = np.array([[[0.1, 0.2, 1.0], [0.0, -0.3, 1.2]]])  # (1, 2, 3)
+    px = rig.project(X)
+    conf = np.ones(px.shape[:-1])
+    conf[0, 1:, 0] = 0.0  # joint 0 seen by one camera only
+    r = triangulate(px, conf, rig)
+    assert r.status[0, 0] == TOO_FEW_VIEWS and np.isnan(r.points[0, 0]).all()
+    assert r.status[0, 1] == 0
+    # two views that disagree by far more than 60 px: rejected, not averaged
+    px2 = px.copy()
+    px2[0, 1, 1] += 150.0
+    conf2 = np.zeros_like(conf)
+    conf2[0, :2, 1] = 1.0
+    r2 = triangulate(px2, conf2, rig)
+    assert r2.status[0, 1] == RESIDUAL_REJECTED and np.isnan(r2.points[0, 1]).all()
+    r3 = triangulate(px2, conf2, rig, max_residual_px=200.0)
+    assert r3.status[0, 1] == 0
+
+
+def test_huber_refinement_does_not_hurt(scene):
+    rng = np.random.default_rng(4)
+    rig, X = scene[1]
+    noisy, conf, _ = corrupt(rig.project(X[:100]), rng)
+    a = triangulate(noisy, conf, rig)
+    b = triangulate(noisy, conf, rig, huber_refine=True)
+    ea = np.nanmedian(np.linalg.norm(a.points - X[:100], axis=-1))
+    eb = np.nanmedian(np.linalg.norm(b.points - X[:100], axis=-1))
+    assert eb <= ea * 1.05
+
+
+def test_bad_input():
+    rig = two_cams()
+    with pytest.raises(ValueError, match=r"\(F, V, J, 2\)"):
+        triangulate(np.zeros((4, 17, 2)), np.zeros((4, 17)), rig)
+    with pytest.raises(ValueError, match="conf must have shape"):
+        triangulate(np.zeros((1, 4, 17, 2)), np.zeros((1, 4, 16)), rig)
+    with pytest.raises(ValueError, match="rig has 4 cameras"):
+        triangulate(np.zeros((1, 3, 17, 2)), np.zeros((1, 3, 17)), rig)
+    with pytest.raises(ValueError, match="non-empty CameraRig"):
+        triangulate(np.zeros((1, 4, 17, 2)), np.zeros((1, 4, 17)), None)
+
+
+def test_prune_far_cameras():
+    rig = two_cams()
+    far = Camera("far", 3840, 2160, rig[0].params, make_transform(np.eye(3), np.array([40.0, 0, 1.5])))
+    rig5 = CameraRig([*rig, far])
+    subject = np.array([[0.0, 0.0, 1.6], [0.5, 0.0, 1.6], [np.nan, np.nan, np.nan]])
+    res = prune_far_cameras(rig5, subject)
+    assert res.kept == ["c0", "c1", "c2", "c3"] and list(res.dropped) == ["far"]
+    assert "CAMERA_PRUNED_FAR" in res.dropped["far"]
+    assert res.median_distance_m["far"] > 30
+    with pytest.raises(ValueError, match=r"\(T, 3\)"):
+        prune_far_cameras(rig5, np.zeros(3))
