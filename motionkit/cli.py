@@ -175,5 +175,132 @@ def fit(take_id, fps, root, out_dir, until, body_model, timesync_offset, device,
     click.echo(f"result: {s['result']}")
 
 
+def _result_files(path: Path) -> list[Path]:
+    if path.is_dir():
+        files = sorted(p for p in path.glob("*.h5") if not p.name.startswith("."))
+        if not files:
+            raise click.ClickException(f"{path}: no result files (*.h5)")
+        return files
+    if not path.is_file():
+        raise click.ClickException(f"{path}: not found")
+    return [path]
+
+
+@main.command()
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--preset",
+    default="default",
+    show_default=True,
+    type=click.Choice(["default", "motionscript_5cm", "paper_literal"]),
+    help="Units of the codes.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the events as JSON (one object per take).")
+@click.option("--plot/--no-plot", default=True, show_default=True, help="Write <stem>.codes.png beside each file.")
+def codes(path, preset, as_json, plot) -> None:
+    """Spatial-code events of fitted takes (a result file or a folder of them).
+
+    Writes <stem>.codes.json (and a PNG: top-down trajectory with event markers, and a timeline of
+    events per code) beside each result file.
+    """
+    from motionkit.data.atomic import write_json_atomic
+    from motionkit.data.store import read_result
+    from motionkit.motion.derive import derive_motion, fit_arrays
+    from motionkit.viz import empty_plot, plot_trajectory_events
+
+    out = []
+    for f in _result_files(path):
+        try:
+            a = fit_arrays(read_result(f))
+        except (DataError, ValueError) as exc:
+            _fail(exc)
+        d = derive_motion(
+            a["joints_smplx"], a["global_orient"], a["valid"], a["fps"], preset=preset, motion_id=a["take_uid"]
+        )
+        doc = {
+            "take_uid": a["take_uid"],
+            "preset": preset,
+            "runs": [list(r) for r in d.runs],
+            "event_sets": [es.to_dict() for es in d.events],
+        }
+        write_json_atomic(f.with_suffix(".codes.json"), doc)
+        if plot:
+            if d.runs:
+                k = max(range(len(d.runs)), key=lambda i: d.runs[i][1] - d.runs[i][0])
+                plot_trajectory_events(
+                    d.trajectories[k],
+                    d.events[k],
+                    f.with_suffix(".codes.png"),
+                    title=f"{a['take_uid']} run {k} (frames {d.runs[k][0]}-{d.runs[k][1] - 1})",
+                )
+            else:
+                empty_plot(f.with_suffix(".codes.png"), "no valid run")
+        n_ev = sum(1 for es in d.events for e in es.events if e.spatial_category != "no_action")
+        n_qa = sum(1 for es in d.events for e in es.events if e.qa_eligible)
+        out.append(doc)
+        if not as_json:
+            target = f.with_suffix(".codes.json")
+            click.echo(f"{a['take_uid']}: {len(d.runs)} run(s), {n_ev} events, {n_qa} QA-eligible -> {target}")
+    if as_json:
+        click.echo(json.dumps(out if len(out) > 1 else out[0]))
+
+
+@main.command()
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--out",
+    "out_path",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="FILE.npy for one input (all runs concatenated), or a folder; default: beside each input.",
+)
+@click.option(
+    "--variant",
+    default="reference",
+    show_default=True,
+    type=click.Choice(["reference", "corrected"]),
+    help="'reference' matches the released HumanML3D data and Mean/Std.",
+)
+def features(path, out_path, variant) -> None:
+    """HumanML3D 263-d features of fitted takes (a result file or a folder of them).
+
+    Each valid run of a take gives (frames - 1) rows; rows of all runs are concatenated, and
+    <stem>.hml263.runs.json records each run's frame range and row range.
+    """
+    import numpy as np
+
+    from motionkit.data.atomic import atomic_path, write_json_atomic
+    from motionkit.data.store import read_result
+    from motionkit.motion.derive import derive_motion, fit_arrays
+
+    files = _result_files(path)
+    if out_path is not None and out_path.suffix == ".npy" and len(files) > 1:
+        raise click.BadParameter("a .npy output takes one result file; give a folder for several", param_hint="--out")
+    for f in files:
+        try:
+            a = fit_arrays(read_result(f))
+        except (DataError, ValueError) as exc:
+            _fail(exc)
+        d = derive_motion(a["joints_smplx"], a["global_orient"], a["valid"], a["fps"], variant=variant)
+        feats = np.concatenate(d.features) if d.features else np.zeros((0, 263), np.float32)
+        if out_path is None:
+            target = f.with_suffix(".hml263.npy")
+        elif out_path.suffix == ".npy":
+            target = out_path
+        else:
+            target = out_path / f"{f.stem}.hml263.npy"
+        with atomic_path(target, suffix=".npy") as tmp, open(tmp, "wb") as fh:
+            np.save(fh, feats)
+        rows, r0 = [], 0
+        for (s, e), x in zip(d.runs, d.features, strict=True):
+            rows.append({"frames": [s, e], "rows": [r0, r0 + len(x)]})
+            r0 += len(x)
+        write_json_atomic(
+            target.with_suffix(".runs.json"),
+            {"take_uid": a["take_uid"], "fps": a["fps"], "variant": variant, "runs": rows},
+        )
+        click.echo(f"{a['take_uid']}: {feats.shape[0]} x 263 ({variant}) -> {target}")
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

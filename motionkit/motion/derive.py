@@ -1,0 +1,113 @@
+"""Everything derived from a fitted take: per valid run, the anchored trajectory, the spatial-code
+events and the HumanML3D features. Works on arrays from a result file (z-up Ego-Exo4D world)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from motionkit.conventions import R_ZUP_TO_YUP
+from motionkit.geometry.rotations import rotvec_to_matrix
+from motionkit.motion.codes import EventSet, extract_events
+from motionkit.motion.frames import valid_runs
+from motionkit.motion.hml263 import joints_to_hml263_batch, smplx_joints_zup_to_hml
+from motionkit.motion.trajectory import Trajectory, anchor_trajectory
+
+MIN_RUN_FRAMES = 2
+
+
+@dataclass
+class DerivedMotion:
+    runs: list[tuple[int, int]]
+    trajectories: list[Trajectory]
+    events: list[EventSet]
+    features: list[np.ndarray]  # per run (T_run - 1, 263)
+
+    def to_result_arrays(self, n: int) -> dict[str, dict[str, np.ndarray]]:
+        """Arrays for the result groups ``trajectory``, ``codes`` and ``features``."""
+        pos = np.full((n, 3), np.nan)
+        ang = np.full((n, 3), np.nan)
+        run_id = np.full(n, -1, dtype=np.int32)
+        for k, ((a, b), tr) in enumerate(zip(self.runs, self.trajectories, strict=True)):
+            pos[a:b] = tr.pos_m
+            ang[a:b] = np.stack([tr.yaw_deg, tr.pitch_deg, tr.roll_deg], 1)
+            run_id[a:b] = k
+        feats = np.concatenate(self.features) if self.features else np.zeros((0, 263), np.float32)
+        events = [es.to_dict() for es in self.events]
+        for es in events:  # the trajectory arrays are stored once, as datasets
+            es.pop("trajectory", None)
+        return {
+            "trajectory": {
+                "pos_m": pos,
+                "yaw_pitch_roll_deg": ang,
+                "run_id": run_id,
+                "run_bounds": np.array(self.runs, dtype=np.int64).reshape(-1, 2),
+                "heading0_deg": np.array([t.heading0_deg for t in self.trajectories]),
+            },
+            "codes": {"events_json": np.array(json.dumps(events))},
+            "features": {"hml263": feats, "run_bounds": np.array(self.runs, dtype=np.int64).reshape(-1, 2)},
+        }
+
+
+def derive_motion(
+    joints_smplx_zup: np.ndarray,
+    global_orient_zup: np.ndarray,
+    valid: np.ndarray,
+    fps: float,
+    *,
+    preset: str = "default",
+    motion_id: str = "motion",
+    variant: str = "reference",
+) -> DerivedMotion:
+    """Per valid run of a fitted take: trajectory, events and 263-d features.
+
+    ``joints_smplx_zup (N, >=22, 3)`` SMPL-X joints (world, z up), ``global_orient_zup (N, 3)``
+    axis-angle, ``valid (N,)``, ``fps`` of the samples (HumanML3D expects 20).
+    """
+    J = smplx_joints_zup_to_hml(np.nan_to_num(joints_smplx_zup))
+    R = R_ZUP_TO_YUP @ rotvec_to_matrix(np.nan_to_num(global_orient_zup))
+    runs = [(a, b) for a, b in valid_runs(valid) if b - a >= MIN_RUN_FRAMES]
+    trajs, evs = [], []
+    for k, (a, b) in enumerate(runs):
+        tr = anchor_trajectory(J[a:b, 0], R[a:b], fps=fps, joints=J[a:b])
+        trajs.append(tr)
+        evs.append(extract_events(tr, fps, preset=preset, motion_id=f"{motion_id}:run{k}"))
+    feats = joints_to_hml263_batch([J[a:b] for a, b in runs], variant=variant) if runs else []
+    return DerivedMotion(runs, trajs, evs, feats)
+
+
+def fit_arrays(result) -> dict:
+    """The arrays of a fitted take in a result file (``TakeResult``) that motion features need:
+    ``joints_smplx (N, 55, 3)``, ``global_orient (N, 3)``, ``valid (N,)``, ``fps``, ``take_uid``.
+
+    Joints are recomputed with the body model when the file does not store them.
+    """
+    if "smplx/global_orient" not in result.arrays:
+        raise ValueError(f"result of take {result.attrs.get('take_uid')} has no fit (stages: {result.stages})")
+    go = result["smplx/global_orient"]
+    valid = result["valid"].astype(bool) if "valid" in result.arrays else np.isfinite(go).all(-1)
+    if "joints/smplx" in result.arrays:
+        joints = result["joints/smplx"]
+    else:
+        import torch
+
+        from motionkit.body.model import BodyModel
+
+        bm = BodyModel.load(result.config.get("body_model"), vertex_keypoints=(), dtype=torch.float64)
+        with torch.no_grad():
+            joints = bm(
+                torch.as_tensor(result["smplx/betas"]).expand(len(go), 10),
+                torch.as_tensor(np.nan_to_num(go)),
+                torch.as_tensor(np.nan_to_num(result["smplx/body_pose"]).reshape(-1, 21, 3)),
+                torch.as_tensor(np.nan_to_num(result["smplx/transl"])),
+            ).numpy()
+    fps = float(result.config.get("fps", 20.0))
+    return {
+        "joints_smplx": joints,
+        "global_orient": go,
+        "valid": valid,
+        "fps": fps,
+        "take_uid": str(result.attrs.get("take_uid", "motion")),
+    }

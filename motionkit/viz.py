@@ -1,0 +1,70 @@
+"""Plots people would rather look at than read. Matplotlib, Agg backend, PNG files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from motionkit.data.atomic import atomic_path  # noqa: E402
+from motionkit.motion.codes import CODES, EventSet  # noqa: E402
+from motionkit.motion.trajectory import Trajectory  # noqa: E402
+
+
+def _save(fig, path: str | Path) -> Path:
+    path = Path(path)
+    with atomic_path(path, suffix=".png") as tmp:
+        fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
+    plt.close(fig)
+    return path
+
+
+def plot_trajectory_events(traj: Trajectory, events: EventSet, path: str | Path, title: str = "") -> Path:
+    """Top-down trajectory (anchored frame, x = initial left, z = initial forward) with event
+    markers, and a timeline of the QA-eligible and other events per code."""
+    fig, (ax, tl) = plt.subplots(1, 2, figsize=(13, 5.5), gridspec_kw={"width_ratios": [1, 1.4]})
+    p = traj.pos_m
+    ax.plot(p[:, 0], p[:, 2], "-", color="0.3", lw=1.5)
+    ax.plot(p[0, 0], p[0, 2], "o", color="green", ms=8, label="start")
+    ax.plot(p[-1, 0], p[-1, 2], "s", color="red", ms=7, label="end")
+    colors = {c: f"C{i}" for i, c in enumerate(CODES)}
+    for e in events.events:
+        if e.spatial_category == "no_action":
+            continue
+        ax.plot(p[e.start_frame, 0], p[e.start_frame, 2], "^", color=colors[e.code], ms=6, alpha=0.8)
+    ax.set_xlabel("x: initial left (m)")
+    ax.set_ylabel("z: initial forward (m)")
+    ax.invert_xaxis()  # seen from above with forward up: the subject's left is on the left
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
+    ax.set_title("trajectory (top-down, anchored at frame 0)")
+    fps = events.fps
+    for row, code in enumerate(CODES):
+        for e in events.events:
+            if e.code != code or e.spatial_category == "no_action":
+                continue
+            t0, t1 = e.start_frame / fps, e.end_frame / fps
+            tl.barh(
+                row, t1 - t0, left=t0, color=colors[code], alpha=0.9 if e.qa_eligible else 0.35, edgecolor="k", lw=0.5
+            )
+            tl.text((t0 + t1) / 2, row, f"{e.intensity:+d}", ha="center", va="center", fontsize=7)
+    tl.set_yticks(range(len(CODES)), CODES)
+    tl.set_xlim(0, events.num_frames / fps)
+    tl.set_xlabel("time (s)")
+    tl.invert_yaxis()
+    tl.grid(axis="x", alpha=0.3)
+    tl.set_title("events per code (faded: not QA-eligible; numbers: intensity in units)")
+    if title:
+        fig.suptitle(title)
+    return _save(fig, path)
+
+
+def empty_plot(path: str | Path, message: str) -> Path:
+    fig, ax = plt.subplots(figsize=(6, 2))
+    ax.axis("off")
+    ax.text(0.5, 0.5, message, ha="center", va="center")
+    return _save(fig, path)

@@ -1,0 +1,45 @@
+"""Test helpers: result files made from synthetic ground truth (a 'perfect fit')."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import h5py
+import numpy as np
+import torch
+
+from motionkit.body.model import BodyModel
+from motionkit.conventions import SMPLX_TO_COCO17, TAKE_FPS, fit_grid_frames
+from motionkit.data.store import TakeResult, provenance, write_result
+from motionkit.motion.frames import SmplxSequence, resample_smplx
+
+
+def gt_result(root: Path, uid: str, out_dir: Path, fps: float = 20.0, drop: slice | None = None) -> Path:
+    """Write ``<out_dir>/<uid>.h5`` holding the ground-truth wearer resampled to ``fps`` as if fitted."""
+    with h5py.File(root / "gt" / f"{uid}.h5") as f:
+        s = f["wearer/smplx"]
+        F = len(s["transl"])
+        seq = SmplxSequence(np.arange(F) / TAKE_FPS, s["global_orient"][()], s["body_pose"][()].reshape(F, 21, 3),
+                            s["transl"][()], np.ones(F, bool), s["betas"][()])  # fmt: skip
+        ident = json.loads(f.attrs["body_model"])
+    pos = fit_grid_frames(F, fps)
+    r = resample_smplx(seq, pos / TAKE_FPS)
+    valid = r.valid.copy()
+    if drop is not None:
+        valid[drop] = False
+    bm = BodyModel(dtype=torch.float64)
+    with torch.no_grad():
+        J = bm(torch.as_tensor(r.betas).expand(len(pos), 10), torch.as_tensor(np.nan_to_num(r.global_orient)),
+               torch.as_tensor(np.nan_to_num(r.body_pose)), torch.as_tensor(np.nan_to_num(r.transl))).numpy()  # fmt: skip
+    J[~valid] = np.nan
+    res = TakeResult(provenance(take_uid=uid, take_name=uid, dataset_root=str(root), body_model=ident,
+                                config={"fps": fps}, timesync_offset=1, cpf_source="cad_assumed"))  # fmt: skip
+    go = np.where(valid[:, None], r.global_orient, np.nan)
+    res.put("smplx", {"global_orient": go, "body_pose": np.where(valid[:, None], r.body_pose.reshape(-1, 63), np.nan),
+                      "betas": r.betas, "transl": np.where(valid[:, None], r.transl, np.nan)})  # fmt: skip
+    res.put("joints", {"smplx": J[:, :55], "coco17": J[:, SMPLX_TO_COCO17]})
+    res.arrays["valid"] = valid
+    res.arrays["time_s"] = pos / TAKE_FPS
+    res.attrs["stages"] = json.dumps(["load", "fit"])
+    return write_result(out_dir / f"{uid}.h5", res)
