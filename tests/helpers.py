@@ -20,8 +20,14 @@ def gt_result(root: Path, uid: str, out_dir: Path, fps: float = 20.0, drop: slic
     with h5py.File(root / "gt" / f"{uid}.h5") as f:
         s = f["wearer/smplx"]
         F = len(s["transl"])
-        seq = SmplxSequence(np.arange(F) / TAKE_FPS, s["global_orient"][()], s["body_pose"][()].reshape(F, 21, 3),
-                            s["transl"][()], np.ones(F, bool), s["betas"][()])  # fmt: skip
+        seq = SmplxSequence(
+            np.arange(F) / TAKE_FPS,
+            s["global_orient"][()],
+            s["body_pose"][()].reshape(F, 21, 3),
+            s["transl"][()],
+            np.ones(F, bool),
+            s["betas"][()],
+        )
         ident = json.loads(f.attrs["body_model"])
     pos = fit_grid_frames(F, fps)
     r = resample_smplx(seq, pos / TAKE_FPS)
@@ -30,14 +36,34 @@ def gt_result(root: Path, uid: str, out_dir: Path, fps: float = 20.0, drop: slic
         valid[drop] = False
     bm = BodyModel(dtype=torch.float64)
     with torch.no_grad():
-        J = bm(torch.as_tensor(r.betas).expand(len(pos), 10), torch.as_tensor(np.nan_to_num(r.global_orient)),
-               torch.as_tensor(np.nan_to_num(r.body_pose)), torch.as_tensor(np.nan_to_num(r.transl))).numpy()  # fmt: skip
+        J = bm(
+            torch.as_tensor(r.betas).expand(len(pos), 10),
+            torch.as_tensor(np.nan_to_num(r.global_orient)),
+            torch.as_tensor(np.nan_to_num(r.body_pose)),
+            torch.as_tensor(np.nan_to_num(r.transl)),
+        ).numpy()
     J[~valid] = np.nan
-    res = TakeResult(provenance(take_uid=uid, take_name=uid, dataset_root=str(root), body_model=ident,
-                                config={"fps": fps}, timesync_offset=1, cpf_source="cad_assumed"))  # fmt: skip
+    res = TakeResult(
+        provenance(
+            take_uid=uid,
+            take_name=uid,
+            dataset_root=str(root),
+            body_model=ident,
+            config={"fps": fps},
+            timesync_offset=1,
+            cpf_source="cad_assumed",
+        )
+    )
     go = np.where(valid[:, None], r.global_orient, np.nan)
-    res.put("smplx", {"global_orient": go, "body_pose": np.where(valid[:, None], r.body_pose.reshape(-1, 63), np.nan),
-                      "betas": r.betas, "transl": np.where(valid[:, None], r.transl, np.nan)})  # fmt: skip
+    res.put(
+        "smplx",
+        {
+            "global_orient": go,
+            "body_pose": np.where(valid[:, None], r.body_pose.reshape(-1, 63), np.nan),
+            "betas": r.betas,
+            "transl": np.where(valid[:, None], r.transl, np.nan),
+        },
+    )
     res.put("joints", {"smplx": J[:, :55], "coco17": J[:, SMPLX_TO_COCO17]})
     res.arrays["valid"] = valid
     res.arrays["time_s"] = pos / TAKE_FPS

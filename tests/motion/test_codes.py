@@ -39,22 +39,55 @@ LEFT_OF_X = np.array([0.0, 0.0, -1.0])  # the subject's left when facing +x (y u
 def cases(fps):
     f = 30.0  # curves are specified in 30 fps frames, converted to seconds
     return {
-        "C1": (90 / f, dict(pos=lambda t: 0.03 * np.array([np.sin(7 * t), np.sin(5 * t), np.sin(3 * t)]),
-                            yaw_deg=lambda t: 3 * np.sin(4 * t)), {}),
-        "C2": (90 / f, dict(pos=lambda t: LEFT_OF_X * 2.0 * ramp(t, 0, 59 / f)),
-               {"displacement_x": [(+20, "very_long_left", "moderate", 1, 58)]}),
-        "C3": (90 / f, dict(pos=lambda t: np.array([0.6 * (ramp(t, 0, 29 / f) - ramp(t, 29 / f, 59 / f)), 0, 0])),
-               {"displacement_z": [(+6, "moderate_forward", "moderate", 2, 27), (-6, "moderate_backward", "moderate", 32, 57)]}),
-        "C4": (90 / f, dict(yaw_deg=lambda t: 90 * ramp(t, 15 / f, 45 / f)),
-               {"rotation_yaw": [(+3, "moderate_turn_counterclockwise", "moderate", 19, 40)]}),
-        "C5": (90 / f, dict(pitch_deg=lambda t: 35 * (ramp(t, 5 / f, 25 / f) - ramp(t, 45 / f, 65 / f))),
-               {"rotation_pitch": [(+4, "significant_leaning_forward", None, None, None),
-                                   (-4, "significant_leaning_backward", None, None, None)]}),
-        "C6": (50 / f, dict(pos=lambda t: np.array([0, 0.4 * np.sin(np.pi * np.clip((t - 10 / f) * f / 20, 0, 1)), 0])),
-               {"displacement_y": [(+4, "short_up", "fast", 10, 17), (-4, "short_down", None, None, None)]}),
-        "C7": (130 / f, dict(yaw_deg=lambda t: 400 * ramp(t, 10 / f, 110 / f), heading0=np.deg2rad(-150.0)),
-               {"rotation_yaw": [(+13, "significant_turn_counterclockwise", None, None, None)]}),
-    }  # fmt: skip
+        "C1": (
+            90 / f,
+            dict(
+                pos=lambda t: 0.03 * np.array([np.sin(7 * t), np.sin(5 * t), np.sin(3 * t)]),
+                yaw_deg=lambda t: 3 * np.sin(4 * t),
+            ),
+            {},
+        ),
+        "C2": (
+            90 / f,
+            dict(pos=lambda t: LEFT_OF_X * 2.0 * ramp(t, 0, 59 / f)),
+            {"displacement_x": [(+20, "very_long_left", "moderate", 1, 58)]},
+        ),
+        "C3": (
+            90 / f,
+            dict(pos=lambda t: np.array([0.6 * (ramp(t, 0, 29 / f) - ramp(t, 29 / f, 59 / f)), 0, 0])),
+            {
+                "displacement_z": [
+                    (+6, "moderate_forward", "moderate", 2, 27),
+                    (-6, "moderate_backward", "moderate", 32, 57),
+                ]
+            },
+        ),
+        "C4": (
+            90 / f,
+            dict(yaw_deg=lambda t: 90 * ramp(t, 15 / f, 45 / f)),
+            {"rotation_yaw": [(+3, "moderate_turn_counterclockwise", "moderate", 19, 40)]},
+        ),
+        "C5": (
+            90 / f,
+            dict(pitch_deg=lambda t: 35 * (ramp(t, 5 / f, 25 / f) - ramp(t, 45 / f, 65 / f))),
+            {
+                "rotation_pitch": [
+                    (+4, "significant_leaning_forward", None, None, None),
+                    (-4, "significant_leaning_backward", None, None, None),
+                ]
+            },
+        ),
+        "C6": (
+            50 / f,
+            dict(pos=lambda t: np.array([0, 0.4 * np.sin(np.pi * np.clip((t - 10 / f) * f / 20, 0, 1)), 0])),
+            {"displacement_y": [(+4, "short_up", "fast", 10, 17), (-4, "short_down", None, None, None)]},
+        ),
+        "C7": (
+            130 / f,
+            dict(yaw_deg=lambda t: 400 * ramp(t, 10 / f, 110 / f), heading0=np.deg2rad(-150.0)),
+            {"rotation_yaw": [(+13, "significant_turn_counterclockwise", None, None, None)]},
+        ),
+    }
 
 
 def test_finder_golden():
@@ -73,7 +106,7 @@ def test_finder_properties():
         ends = [e[1] for e in ev]
         starts = [e[0] for e in ev]
         assert all(abs(e[2]) >= 2 for e in ev)
-        assert all(s > prev for s, prev in zip(starts[1:], ends[:-1]))  # ordered, non-overlapping
+        assert all(s > prev for s, prev in zip(starts[1:], ends[:-1], strict=True))  # ordered, non-overlapping
     assert find_events(steps_of(np.array([0, 0, 1, 1, 1]))) == []  # a net change of 1 is not an event
 
 
@@ -119,7 +152,13 @@ def test_c2_velocity_and_fields():
 
 def test_categories_and_filters():
     assert [magnitude_class("displacement_x", i) for i in (1, -2, 4, -7, 9, 11)] == [
-        "no_action", "very_short", "short", "moderate", "long", "very_long"]  # fmt: skip
+        "no_action",
+        "very_short",
+        "short",
+        "moderate",
+        "long",
+        "very_long",
+    ]
     assert [magnitude_class("rotation_yaw", i) for i in (0, 2, -3, 4)] == [
         "no_action",
         "slight",

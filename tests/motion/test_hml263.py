@@ -105,7 +105,7 @@ def test_backends_and_batch_agree():
     rng = np.random.default_rng(0)
     clips = [
         synthetic_walk(T=int(T), turn_deg=float(a))
-        for T, a in zip(rng.integers(5, 150, 12), rng.uniform(-200, 200, 12))
+        for T, a in zip(rng.integers(5, 150, 12), rng.uniform(-200, 200, 12), strict=True)
     ]
     clips.append(synthetic_walk(T=3))
     with pytest.warns(UserWarning, match="Q9"):

@@ -39,7 +39,12 @@ def test_heading_fallback_and_camera_frame():
     tr = anchor_trajectory(np.zeros((2, 3)), R)
     assert tr.heading_source == "degenerate" and tr.flags["HEADING_DEGENERATE"]
     cam = axis_rotation("y", np.pi)  # camera looking along world -z
-    tr = anchor_trajectory(np.array([[0, 0, 0], [0, 0, -1.0]]), np.repeat(np.eye(3)[None], 2, 0), frame="camera",
-                           camera_R_world=cam, camera_name="cam01")  # fmt: skip
+    tr = anchor_trajectory(
+        np.array([[0, 0, 0], [0, 0, -1.0]]),
+        np.repeat(np.eye(3)[None], 2, 0),
+        frame="camera",
+        camera_R_world=cam,
+        camera_name="cam01",
+    )
     np.testing.assert_allclose(tr.pos_m[1], [0, 0, 1], atol=1e-12)  # away from the camera
     assert tr.camera == "cam01" and tr.frame == "camera"
