@@ -302,5 +302,84 @@ def features(path, out_path, variant) -> None:
         click.echo(f"{a['take_uid']}: {feats.shape[0]} x 263 ({variant}) -> {target}")
 
 
+@main.command("eval")
+@click.option("--root", required=True, type=click.Path(file_okay=False, path_type=Path), help="Dataset root.")
+@click.option(
+    "--fits",
+    "fits_dir",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Folder of <take_uid>.h5 result files.",
+)
+@click.option("--split", default="val", show_default=True, help="Split to score.")
+@click.option(
+    "--offsets-from",
+    default="train",
+    show_default=True,
+    help="Split whose fits estimate the per-joint offsets ('none' to skip).",
+)
+@click.option(
+    "--offsets",
+    "offsets_file",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Use saved offsets (JSON) instead of estimating them.",
+)
+@click.option(
+    "--min-views-gt", default=0, show_default=True, type=int, help="Keep GT joints seen in >= N views (0 = all)."
+)
+@click.option("--offset-frame", default="parent", show_default=True, type=click.Choice(["parent", "root", "world"]))
+@click.option(
+    "--out",
+    "out_dir",
+    default=None,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where eval.json, eval.md and the plots go (default: the fits folder).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print eval.json to stdout.")
+def eval_cmd(root, fits_dir, split, offsets_from, offsets_file, min_views_gt, offset_frame, out_dir, as_json) -> None:
+    """Score fits against the manual 3D body annotations (PA-MPJPE, take-averaged, uncorrected and with
+    the per-joint convention offsets fitted on another split) and report coverage."""
+    from motionkit.eval.protocol import EvalConfig, load_offsets, save_offsets
+    from motionkit.eval.report import write_report
+    from motionkit.eval.run import evaluate
+
+    cfg = EvalConfig(min_views_gt=min_views_gt, offset_frame=offset_frame)
+    offsets = None
+    try:
+        if offsets_file is not None:
+            offsets, frame = load_offsets(offsets_file)
+            cfg = EvalConfig(min_views_gt=min_views_gt, offset_frame=frame)
+        report, offsets = evaluate(
+            root,
+            fits_dir,
+            split=split,
+            offsets_from=None if offsets_from == "none" else offsets_from,
+            offsets=offsets,
+            cfg=cfg,
+        )
+    except (DataError, ValueError) as exc:
+        _fail(exc)
+    out_dir = out_dir or fits_dir
+    if report["n_takes"] == 0:
+        raise click.ClickException(f"no fitted {split} takes with manual annotations in {fits_dir}")
+    paths = write_report(report, out_dir)
+    if offsets is not None and offsets_file is None:
+        save_offsets(
+            out_dir / "offsets.json", offsets, cfg.offset_frame, {"split": offsets_from, "fits": str(fits_dir)}
+        )
+    if as_json:
+        click.echo(json.dumps(report))
+        return
+    pa = report["pa_mpjpe"]
+    u, c = pa["uncorrected"]["take_mean"], pa["corrected"]["take_mean"]
+    click.echo(f"{split}: {report['n_takes_scored']} takes, {report['n_frames_scored']} frames scored")
+    click.echo(
+        f"PA-MPJPE (take-averaged): {u:.1f} mm uncorrected" + (f", {c:.1f} mm corrected" if c is not None else "")
+    )
+    click.echo(f"coverage of the video timeline: {100 * report['coverage']['video_time']:.1f} %")
+    click.echo(f"wrote {paths['json']}, {paths['md']}, " + ", ".join(str(p) for p in paths["png"]))
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -15,8 +15,11 @@ from motionkit.data.store import TakeResult, provenance, write_result
 from motionkit.motion.frames import SmplxSequence, resample_smplx
 
 
-def gt_result(root: Path, uid: str, out_dir: Path, fps: float = 20.0, drop: slice | None = None) -> Path:
-    """Write ``<out_dir>/<uid>.h5`` holding the ground-truth wearer resampled to ``fps`` as if fitted."""
+def gt_result(
+    root: Path, uid: str, out_dir: Path, fps: float = 20.0, drop: slice | None = None, pose_noise_rad: float = 0.0
+) -> Path:
+    """Write ``<out_dir>/<uid>.h5`` holding the ground-truth wearer resampled to ``fps`` as if fitted
+    (optionally with seeded noise on the body pose, so that errors are not zero)."""
     with h5py.File(root / "gt" / f"{uid}.h5") as f:
         s = f["wearer/smplx"]
         F = len(s["transl"])
@@ -31,6 +34,9 @@ def gt_result(root: Path, uid: str, out_dir: Path, fps: float = 20.0, drop: slic
         ident = json.loads(f.attrs["body_model"])
     pos = fit_grid_frames(F, fps)
     r = resample_smplx(seq, pos / TAKE_FPS)
+    if pose_noise_rad:
+        rng = np.random.default_rng(int(uid.replace("-", "")[:8], 16))
+        r.body_pose = r.body_pose + rng.normal(0, pose_noise_rad, r.body_pose.shape)
     valid = r.valid.copy()
     if drop is not None:
         valid[drop] = False

@@ -1,0 +1,1 @@
+"""Evaluation against annotated keypoints: metrics, the SOMA protocol, convention offsets, coverage."""

@@ -1,0 +1,152 @@
+"""Evaluate a folder of fits against a dataset's manual body annotations (``motionkit eval``)."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from motionkit.conventions import COCO17_OFFSET_PARENT, SMPLX_TO_COCO17, TAKE_FPS
+from motionkit.data.egoexo4d import EgoExoDataset
+from motionkit.data.store import TakeResult, read_result, result_path
+from motionkit.eval.metrics import foot_sliding_gt_free, jitter
+from motionkit.eval.protocol import (
+    EvalConfig,
+    FitSamples,
+    MatchedFrames,
+    estimate_offsets,
+    match_to_annotation,
+    score_take,
+    segment_coverage,
+    summarize,
+    video_time_coverage,
+)
+
+EXCLUDED_TASKS = ("rock climbing",)
+SEGMENT_S = 3.2  # 64 frames at 20 fps, the SOMA windows
+
+
+def fit_samples(result: TakeResult) -> FitSamples:
+    """COCO-17 joints and offset-frame rotations of a fitted take (forward kinematics of its SMPL-X)."""
+    import torch
+
+    from motionkit.body.model import BodyModel
+
+    if "smplx/global_orient" not in result.arrays:
+        raise ValueError(f"result of take {result.attrs.get('take_uid')} has no fit")
+    go = result["smplx/global_orient"]
+    valid = result["valid"].astype(bool) if "valid" in result.arrays else np.isfinite(go).all(-1)
+    bm = BodyModel.load(
+        result.config.get("body_model"),
+        vertex_keypoints=("nose", "right_eye", "left_eye", "right_ear", "left_ear"),
+        dtype=torch.float64,
+    )
+    with torch.no_grad():
+        J, GR = bm(
+            torch.as_tensor(result["smplx/betas"]).expand(len(go), 10),
+            torch.as_tensor(np.nan_to_num(go)),
+            torch.as_tensor(np.nan_to_num(result["smplx/body_pose"]).reshape(-1, 21, 3)),
+            torch.as_tensor(np.nan_to_num(result["smplx/transl"])),
+            return_transforms=True,
+        )
+    J, GR = J.numpy(), GR.numpy()
+    joints = J[:, SMPLX_TO_COCO17]
+    if "joints/coco17" in result.arrays:  # trust the stored joints (identical by construction)
+        joints = np.where(np.isfinite(result["joints/coco17"]), result["joints/coco17"], joints)
+    joints[~valid] = np.nan
+    return FitSamples(result["time_s"], joints, valid, GR[:, COCO17_OFFSET_PARENT], GR[:, 0])
+
+
+@dataclass
+class TakeInput:
+    uid: str
+    split: str
+    fit: FitSamples
+    fps: float
+    n_frames: int
+    match: MatchedFrames
+    joints_smplx: np.ndarray | None
+
+
+def _load_take(ds: EgoExoDataset, info, fits_dir: Path, cfg: EvalConfig) -> TakeInput | None:
+    p = result_path(fits_dir, info.take_uid)
+    if not p.is_file():
+        return None
+    res = read_result(p)
+    if "smplx/global_orient" not in res.arrays:
+        return None
+    ann = ds.take(info.take_uid).body_annotation("annotation")
+    if ann is None or len(ann.frames) == 0:
+        return None
+    fit = fit_samples(res)
+    fps = float(res.config.get("fps", 20.0))
+    if cfg.offset_frame == "root":
+        fit.parent_rot = np.repeat(fit.root_rot[:, None], 17, axis=1)
+    m = match_to_annotation(fit, ann.frames, ann.joints3d, ann.num_views, cfg, fps)
+    js = res["joints/smplx"] if "joints/smplx" in res.arrays else None
+    return TakeInput(info.take_uid, info.split, fit, fps, info.n_frames, m, js)
+
+
+def evaluate(
+    root,
+    fits_dir,
+    *,
+    split: str = "val",
+    offsets_from: str | None = "train",
+    offsets: np.ndarray | None = None,
+    cfg: EvalConfig | None = None,
+    method: str = "motionkit",
+) -> tuple[dict, np.ndarray | None]:
+    """Score the fits of ``split`` takes; offsets come from ``offsets`` or are fitted on the
+    ``offsets_from`` split's fits. Returns (report, offsets)."""
+    cfg = cfg or EvalConfig()
+    ds = EgoExoDataset(root)
+    fits_dir = Path(fits_dir)
+
+    def usable(info):
+        return not any(x in (info.task_name or "").lower() for x in EXCLUDED_TASKS)
+
+    n_offset_takes = 0
+    if offsets is None and offsets_from:
+        train = [t for t in (_load_take(ds, i, fits_dir, cfg) for i in ds.takes(offsets_from) if usable(i)) if t]
+        n_offset_takes = len(train)
+        if train:
+            offsets = estimate_offsets([t.match for t in train], cfg.offset_frame)
+        else:
+            warnings.warn(
+                f"no fitted {offsets_from} takes with annotations in {fits_dir}: no corrected figures", stacklevel=2
+            )
+    takes = [t for t in (_load_take(ds, i, fits_dir, cfg) for i in ds.takes(split) if usable(i)) if t]
+    scores, jit, slide, seg_n, seg_i = [], [], [], [], []
+    for t in takes:
+        cov = video_time_coverage(t.fit.time_s, t.fit.valid, t.n_frames, t.fps)
+        scores.append(score_take(t.uid, t.match, cfg, offsets, cov))
+        ok = t.fit.valid
+        if ok.sum() > 3:
+            jit.append(float(np.nanmean(jitter(t.fit.joints[ok], t.fps))))
+        if t.joints_smplx is not None and ok.sum() > 1:
+            slide.append(foot_sliding_gt_free(t.joints_smplx[ok]))
+        dur = t.n_frames / TAKE_FPS
+        segs = [(a, min(a + SEGMENT_S, dur)) for a in np.arange(0, dur - 1e-9, SEGMENT_S)]
+        seg_n += segment_coverage(t.fit.time_s, t.fit.valid, segs, t.fps, mode="native").tolist()
+        seg_i += segment_coverage(t.fit.time_s, t.fit.valid, segs, t.fps, mode="interpolated").tolist()
+    report = summarize(scores, cfg, split, method)
+    report["coverage"]["segment_native"] = float(np.mean(seg_n)) if seg_n else None
+    report["coverage"]["segment_interp"] = float(np.mean(seg_i)) if seg_i else None
+    thresholds = [0.5, 0.8, 0.9, 0.95, 1.0]
+    report["coverage"]["segments_at_least"] = {
+        str(x): float(np.mean(np.array(seg_n) >= x - 1e-9)) if seg_n else None for x in thresholds
+    }
+    report["temporal"] = {
+        "jitter_10m_per_s3": float(np.mean(jit)) if jit else None,
+        "foot_sliding_gt_free_mm": float(np.mean(slide)) if slide else None,
+    }
+    report["offsets"] = {
+        "from_split": offsets_from if n_offset_takes else None,
+        "n_takes": n_offset_takes,
+        "frame": cfg.offset_frame,
+        "values_m": None if offsets is None else np.asarray(offsets).tolist(),
+    }
+    return report, offsets
