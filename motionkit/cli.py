@@ -137,8 +137,34 @@ def takes(root, split, as_json) -> None:
     help="Take frame i -> timesync row start + offset + i.",
 )
 @click.option("--device", default="cpu", show_default=True, help="torch device for fitting (cpu, cuda).")
+@click.option(
+    "--detector",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "observations", "annotation", "rfdetr"]),
+    help="Detections from the dataset's observation cache, annotation2D, or RF-DETR on the videos.",
+)
+@click.option(
+    "--detector-variant", default="nano", show_default=True, type=click.Choice(["nano", "small", "medium", "large"])
+)
+@click.option("--detector-weights", default=None, help="Local RF-DETR checkpoint (never downloaded).")
+@click.option("--keypoint-weights", default=None, help="Local RFDETRKeypointPreview checkpoint.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the summary.")
-def fit(take_id, fps, root, out_dir, until, body_model, timesync_offset, device, as_json) -> None:
+def fit(
+    take_id,
+    fps,
+    root,
+    out_dir,
+    until,
+    body_model,
+    timesync_offset,
+    device,
+    detector,
+    detector_variant,
+    detector_weights,
+    keypoint_weights,
+    as_json,
+) -> None:
     """Fit one take: load -> anchor -> ... and write <out>/<take_uid>.h5."""
     from motionkit.data.demo import ensure_demo_dataset
     from motionkit.pipeline import STAGES, FitConfig, run_fit
@@ -152,7 +178,16 @@ def fit(take_id, fps, root, out_dir, until, body_model, timesync_offset, device,
                 from motionkit.data.egoexo4d import EgoExoDataset
 
                 take_id = EgoExoDataset(root).takes()[0].take_uid
-        cfg = FitConfig(fps=fps, timesync_offset=timesync_offset, body_model=body_model, device=device)
+        cfg = FitConfig(
+            fps=fps,
+            timesync_offset=timesync_offset,
+            body_model=body_model,
+            device=device,
+            detector=detector,
+            detector_variant=detector_variant,
+            detector_weights=detector_weights,
+            keypoint_weights=keypoint_weights,
+        )
         log = None if as_json else (lambda s: click.echo(s, err=False))
         outcome = run_fit(root, take_id, out_dir, cfg, until=until, log=log)
     except DataError as exc:
@@ -300,6 +335,37 @@ def features(path, out_path, variant) -> None:
             {"take_uid": a["take_uid"], "fps": a["fps"], "variant": variant, "runs": rows},
         )
         click.echo(f"{a['take_uid']}: {feats.shape[0]} x 263 ({variant}) -> {target}")
+
+
+@main.command("plot-association")
+@click.argument("result_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--frame", "m", default=None, type=int, help="Processed frame number (default: the middle one).")
+@click.option(
+    "--out",
+    "out_path",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="PNG path (default: <result>.association.png).",
+)
+def plot_association_cmd(result_file, m, out_path) -> None:
+    """Draw, for one frame, each view's detections, the projected Aria anchor and the selected wearer."""
+    from motionkit.data.observations import read_observations
+    from motionkit.data.store import read_result
+    from motionkit.viz import plot_association
+
+    try:
+        res = read_result(result_file)
+        if "associate" not in res.stages:
+            raise click.ClickException(f"{result_file}: no association stage (stages: {res.stages})")
+        obs = read_observations(res.group_attrs["detections"]["path"])
+    except DataError as exc:
+        _fail(exc)
+    n = len(res["association/frame_index"])
+    m = n // 2 if m is None else m
+    if not 0 <= m < n:
+        raise click.BadParameter(f"frame must be in [0, {n})", param_hint="--frame")
+    path = plot_association(res, obs, m, out_path or result_file.with_suffix(".association.png"))
+    click.echo(f"wrote {path}")
 
 
 @main.command("eval")

@@ -10,6 +10,18 @@ Stages, in order (``--until`` stops after one):
 ``anchor``
     Aria CPF head anchor at the processed frames. Group ``aria``: ``device_time_ns (M,)``,
     ``position (M, 3)`` world metres, ``rotation (M, 3, 3)``, ``valid (M,)``, ``reason (M,)``.
+``detect``
+    Person boxes for every processed frame and camera, from the dataset's observation cache
+    (synthetic takes), RF-DETR on the videos, or annotation2D. The observations are cached in the
+    observation cache format (``path`` attribute of group ``detections``); ``detections/count (V,)``.
+``keypoints``
+    COCO-17 keypoints for the boxes (RF-DETR keypoint model; the other sources carry them).
+``associate``
+    The camera wearer in every view (``detect/association.py``). Group ``association``:
+    ``frame_index (M,)``, ``box (M, V, 4)`` raw-pixel xyxy (NaN where nothing is selected),
+    ``keypoints (M, V, 17, 2)``, ``confidence (M, V, 17)``, ``reason (M, V)``, ``det_index``,
+    ``head_to_anchor_px``, ``assoc_conf``, ``n_person_dets``, ``anchor_px``, ``anchor_valid``,
+    ``flags (M, V)``, ``tau_px (V,)``; attribute ``camera_names``.
 """
 
 from __future__ import annotations
@@ -27,7 +39,11 @@ from motionkit.conventions import TAKE_FPS, fit_grid_frames, nearest_take_frames
 from motionkit.data.aria import DEFAULT_CPF_SOURCE
 from motionkit.data.egoexo4d import EgoExoDataset, Take
 from motionkit.data.errors import DataError
+from motionkit.data.observations import write_observations
 from motionkit.data.store import TakeResult, config_hash, provenance, read_result, result_path, write_result
+from motionkit.detect.association import select_wearer
+from motionkit.detect.frames import exo_video_path
+from motionkit.detect.sources import annotation_observations, dataset_observation_path, load_observation_cache
 
 
 @dataclass
@@ -38,6 +54,12 @@ class FitConfig:
     timesync_offset: int = 1
     body_model: str | None = None
     device: str = "cpu"
+    detector: str = "auto"  # auto | observations | annotation | rfdetr
+    detector_variant: str = "nano"
+    detector_weights: str | None = None
+    keypoint_weights: str | None = None
+    detector_threshold: float = 0.5
+    downscaled_video: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -49,6 +71,7 @@ class StageContext:
     config: FitConfig
     result: TakeResult
     info: dict = field(default_factory=dict)
+    obs: object = None  # Observations of the take, once detected
 
 
 def stage_load(ctx: StageContext) -> None:
@@ -91,9 +114,120 @@ def stage_anchor(ctx: StageContext) -> None:
     ctx.info["anchor"] = f"head anchor valid on {anchor.valid.mean():.1%} of frames"
 
 
+def _detection_source(ctx: StageContext) -> str:
+    src = ctx.config.detector
+    if src == "auto":
+        if dataset_observation_path(ctx.take).is_file():
+            return "observations"
+        if ctx.config.detector_weights or any(exo_video_path(ctx.take, n).is_file() for n in ctx.take.rig.names):
+            return "rfdetr"
+        raise DataError(
+            dataset_observation_path(ctx.take),
+            "no detections for this take: no observation cache and "
+            "no videos; pass --detector annotation or provide frame_aligned_videos and RF-DETR weights",
+        )
+    if src not in ("observations", "annotation", "rfdetr"):
+        raise ValueError(f"unknown detector {src!r}")
+    return src
+
+
+def _cache_path(ctx: StageContext) -> Path:
+    return Path(ctx.info["out_dir"]) / "cache" / f"{ctx.take.uid}.observations.h5"
+
+
+def stage_detect(ctx: StageContext) -> None:
+    rig = ctx.take.rig
+    src = _detection_source(ctx)
+    frames = ctx.result["grid/frame_index"]
+    if src == "observations":
+        path = dataset_observation_path(ctx.take)
+        obs = load_observation_cache(path, rig)
+    elif src == "annotation":
+        obs = annotation_observations(ctx.take, rig)
+        path = _cache_path(ctx)
+        write_observations(path, obs, take_uid=ctx.take.uid)
+    else:
+        path = _cache_path(ctx)
+        obs = run_rfdetr(ctx, frames, path)
+    ctx.obs = obs
+    in_frames = np.isin(obs.frame_index, frames)
+    count = np.array([int((in_frames & (obs.camera == obs.camera_names.index(n))).sum()) if n in obs.camera_names else 0
+                      for n in rig.names])  # fmt: skip
+    ctx.result.put("detections", {"count": count}, source=src, path=str(path), camera_names=json.dumps(rig.names))
+    ctx.info["detect"] = f"{src}: {int(count.sum())} person detections on {len(frames)} frames x {len(rig)} cameras"
+
+
+def run_rfdetr(ctx: StageContext, frames: np.ndarray, path: Path):
+    """RF-DETR boxes and keypoints on the videos at the processed frames, cached in ``path``."""
+    from motionkit.data.observations import observations_from_rows, read_observations
+    from motionkit.detect.frames import camera_for_video, read_frames
+    from motionkit.detect.rfdetr_backend import RFDETRDetector, RFDETRKeypoints
+
+    cfg = ctx.config
+    key = json.dumps([cfg.detector_variant, cfg.detector_weights, cfg.keypoint_weights, cfg.detector_threshold,
+                      cfg.downscaled_video, frames.tolist()])  # fmt: skip
+    if path.is_file():
+        cached = read_observations(path)
+        if cached.attrs.get("run_key") == key:
+            return cached
+    det = RFDETRDetector(cfg.detector_variant, cfg.detector_weights, cfg.detector_threshold, cfg.device)
+    kps = RFDETRKeypoints(cfg.keypoint_weights, device=cfg.device)
+    rows = {k: [] for k in ("frame_index", "camera", "box", "score", "keypoints", "keypoint_conf")}
+    rig = ctx.take.rig
+    for v, cam in enumerate(rig):
+        video = exo_video_path(ctx.take, cam.name, cfg.downscaled_video)
+        for idx, batch in read_frames(video, frames):
+            h, w = batch[0].shape[:2]
+            s = camera_for_video(cam, w, h).width / cam.width
+            boxes = det.detect(batch)
+            kp = kps.estimate(batch, [b for b, _ in boxes])
+            for f, (b, sc), (k, c) in zip(idx, boxes, kp, strict=True):
+                for i in range(len(b)):
+                    rows["frame_index"].append(f)
+                    rows["camera"].append(v)
+                    rows["box"].append((b[i] + 0.5) / s - 0.5)
+                    rows["score"].append(sc[i])
+                    rows["keypoints"].append((k[i] + 0.5) / s - 0.5)
+                    rows["keypoint_conf"].append(c[i])
+    attrs = {"detector": det.identity, "keypoint_model": kps.identity, "run_key": key}
+    obs = observations_from_rows(rig.names, rows, frames, attrs)
+    write_observations(path, obs, take_uid=ctx.take.uid)
+    return obs
+
+
+def _observations(ctx: StageContext):
+    obs = getattr(ctx, "obs", None)
+    if obs is None:  # the detect stage was reused from an earlier run: reload its cache
+        obs = load_observation_cache(Path(ctx.result.group_attrs["detections"]["path"]), ctx.take.rig)
+        ctx.obs = obs
+    return obs
+
+
+def stage_keypoints(ctx: StageContext) -> None:
+    obs = _observations(ctx)
+    have = np.isfinite(obs.keypoints[..., 0]).any(-1).mean() if len(obs) else 0.0
+    ctx.result.put("keypoints", {}, model=str(obs.attrs.get("keypoint_model", "unknown")), format="coco17")
+    ctx.info["keypoints"] = f"{obs.attrs.get('keypoint_model', 'unknown')}: keypoints on {have:.1%} of detections"
+
+
+def stage_associate(ctx: StageContext) -> None:
+    obs = _observations(ctx)
+    r = ctx.result
+    reason = r["aria/reason"].astype(str)
+    a = select_wearer(
+        obs, ctx.take.rig, r["grid/frame_index"], r["aria/position"], r["aria/valid"].astype(bool), reason
+    )
+    r.put("association", a.to_arrays(), camera_names=json.dumps(a.camera_names), floor_z=a.floor_z)
+    taus = ", ".join(f"{n} {t:.0f}px" for n, t in zip(a.camera_names, a.tau_px, strict=True))
+    ctx.info["associate"] = f"wearer selected in {a.selected.mean():.1%} of camera-frames; tau {taus}"
+
+
 STAGES: dict[str, tuple[Callable[[StageContext], None], tuple[str, ...]]] = {
     "load": (stage_load, ("cameras", "grid")),
     "anchor": (stage_anchor, ("aria",)),
+    "detect": (stage_detect, ("detections",)),
+    "keypoints": (stage_keypoints, ("keypoints",)),
+    "associate": (stage_associate, ("association",)),
 }
 
 
@@ -119,7 +253,7 @@ class FitOutcome:
             "fps": r.config.get("fps"),
             "body_model": r.body_model,
             "seconds_per_stage": {k: round(v, 3) for k, v in self.timings.items()},
-            "info": self.info,
+            "info": {k: v for k, v in self.info.items() if k != "out_dir"},
         }
 
 
@@ -170,7 +304,7 @@ def run_fit(
     names = list(STAGES)
     if until is not None:
         names = names[: names.index(until) + 1]
-    ctx = StageContext(take, config, result)
+    ctx = StageContext(take, config, result, info={"out_dir": str(out_dir)})
     timings: dict[str, float] = {}
     reused: list[str] = []
     done: list[str] = []

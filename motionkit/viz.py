@@ -68,3 +68,46 @@ def empty_plot(path: str | Path, message: str) -> Path:
     ax.axis("off")
     ax.text(0.5, 0.5, message, ha="center", va="center")
     return _save(fig, path)
+
+
+def plot_association(result, obs, m: int, path: str | Path) -> Path:
+    """One processed frame: every view's detections (grey), the projected Aria anchor (red star) and
+    the selected wearer box (green) with its reason."""
+    import json
+
+    import numpy as np
+
+    names = json.loads(result.group_attrs["association"]["camera_names"])
+    sizes = result["cameras/size"]
+    frame = int(result["association/frame_index"][m])
+    V = len(names)
+    cols = min(V, 2)
+    rows = (V + cols - 1) // cols
+    fig, axs = plt.subplots(rows, cols, figsize=(7 * cols, 4.2 * rows), squeeze=False)
+    for v, ax in enumerate(axs.flat):
+        if v >= V:
+            ax.axis("off")
+            continue
+        w, h = sizes[v]
+        ax.set_xlim(0, w)
+        ax.set_ylim(h, 0)
+        ax.set_aspect("equal")
+        ax.set_facecolor("0.95")
+        if names[v] in obs.camera_names:
+            sel = (obs.frame_index == frame) & (obs.camera == obs.camera_names.index(names[v]))
+            for b, k in zip(obs.box[sel], obs.keypoints[sel], strict=True):
+                ax.add_patch(plt.Rectangle(b[:2], b[2] - b[0], b[3] - b[1], fill=False, color="0.5", lw=1))
+                ax.plot(k[:, 0], k[:, 1], ".", color="0.5", ms=3)
+        box = result["association/box"][m, v]
+        reason = result["association/reason"][m, v]
+        if np.isfinite(box).all():
+            ax.add_patch(plt.Rectangle(box[:2], box[2] - box[0], box[3] - box[1], fill=False, color="green", lw=2.5))
+            kp = result["association/keypoints"][m, v]
+            ax.plot(kp[:, 0], kp[:, 1], "o", color="green", ms=3)
+        a = result["association/anchor_px"][m, v]
+        if np.isfinite(a).all():
+            ax.plot(a[0], a[1], "*", color="red", ms=14, label="Aria head anchor")
+        ax.set_title(f"{names[v]}: {reason} (tau {result['association/tau_px'][v]:.0f} px)", fontsize=10)
+        ax.tick_params(labelsize=7)
+    fig.suptitle(f"{result.attrs.get('take_name', '')} frame {frame} (30 fps): grey = detections, green = wearer")
+    return _save(fig, path)

@@ -78,6 +78,23 @@ class Observations:
         )
 
 
+def observations_from_rows(
+    camera_names: list[str], rows: dict[str, list], frames_processed, attrs: dict
+) -> Observations:
+    """Build ``Observations`` from per-detection lists (keys ``COLUMNS``), with the right dtypes."""
+    n = len(rows["frame_index"])
+    shapes = {
+        "frame_index": ((n,), np.int32),
+        "camera": ((n,), np.int16),
+        "box": ((n, 4), np.float32),
+        "score": ((n,), np.float32),
+        "keypoints": ((n, 17, 2), np.float32),
+        "keypoint_conf": ((n, 17), np.float32),
+    }
+    cols = [np.asarray(rows[k], dtype=dt).reshape(shp) for k, (shp, dt) in shapes.items()]
+    return Observations(list(camera_names), *cols, np.asarray(frames_processed, np.int32), dict(attrs))
+
+
 def write_observations(path: str | os.PathLike, obs: Observations, **attrs) -> Path:
     """Write atomically (temp file + rename)."""
     path = Path(path)

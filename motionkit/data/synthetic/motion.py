@@ -163,7 +163,7 @@ def _finish_controls(t, xy, heading, speed_fwd, speed_side, crouch, pitch, roll,
 def follower_controls(
     rng: np.random.Generator, t: np.ndarray, target_fn, avoid_xy: np.ndarray, max_speed=1.3
 ) -> Controls:
-    """A bystander who walks toward ``target_fn(i, pos) -> (2,)`` and keeps >= 0.5 m from ``avoid_xy (N, 2)``."""
+    """A bystander who walks toward ``target_fn(i, pos) -> (2,)`` and keeps >= 0.7 m from ``avoid_xy (N, 2)``."""
     n = len(t)
     dt = 1.0 / CONTROL_HZ
     xy = np.zeros((n, 2))
@@ -183,8 +183,8 @@ def follower_controls(
         new = pos + step
         away = new - avoid_xy[i]
         dn = np.linalg.norm(away)
-        if dn < 0.5:  # never walk through the wearer
-            new = avoid_xy[i] + away / max(dn, 1e-6) * 0.5
+        if dn < 0.7:  # never walk through the wearer
+            new = avoid_xy[i] + away / max(dn, 1e-6) * 0.7
         speed[i] = np.linalg.norm(new - pos) / dt
         pos = new
         xy[i] = pos

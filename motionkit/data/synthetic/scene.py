@@ -10,6 +10,9 @@ from motionkit.conventions import COCO17_FLIP, SMPLX_TO_COCO17
 from motionkit.geometry.camera import Camera, CameraRig
 from motionkit.geometry.rotations import axis_rotation, make_transform
 
+VISIBLE_FRACTION = (
+    0.3  # a person counts as visible (and is detected) with >= 30 % of COCO joints unoccluded in the image
+)
 GOPRO_K = np.array([0.036902, 0.057131, -0.057154, 0.018458])  # representative GoPro KB3 (cameras.md)
 
 
@@ -124,7 +127,7 @@ def person_views(rig: CameraRig, joints_people: list[np.ndarray]) -> list[Person
         kp_ok = inimg & ~occluded
         frac = kp_ok.mean(-1)
         depth = pc[:, :, 0, 2]
-        visible = (frac >= 0.5) & (depth > 0.3)
+        visible = (frac >= VISIBLE_FRACTION) & (depth > 0.3)
         box = boxes[p]
         box = np.where(np.isfinite(box).all(-1, keepdims=True) & (depth[..., None] > 0.3), box, np.nan)
         out.append(PersonViews(kp, kp_ok, inimg, box, visible, frac, depth))
@@ -154,7 +157,7 @@ def simulate_detections(
     kp_noise_px: float = 3.0,
     outlier_rate: float = 0.03,
     swap_rate: float = 0.015,
-    miss_rate: float = 0.02,
+    miss_rate: float = 0.002,
     false_positive_rate: float = 0.03,
 ) -> SimulatedDetections:
     """Detector + 2D pose output per camera and 30 fps frame: boxes for every visible person, misses,
@@ -163,8 +166,7 @@ def simulate_detections(
     F, V = views[0].visible.shape
     rows = []
     for pid, pv in enumerate(views):
-        partial = (pv.vis_frac >= 0.25) & (pv.depth > 0.3) & ~pv.visible
-        detected = (pv.visible & (rng.random((F, V)) > miss_rate)) | (partial & (rng.random((F, V)) < 0.5))
+        detected = pv.visible & (rng.random((F, V)) > miss_rate)
         f_idx, v_idx = np.nonzero(detected)
         n = len(f_idx)
         if n == 0:

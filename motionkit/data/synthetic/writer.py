@@ -170,22 +170,29 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, body: BodyModel, ide
     wearer = simulate_body(body, betas_w, wc, floor_z)
     people = [wearer]
     for k in range(cfg.bystanders):
-        if k % 2 == 0:  # companion: stays near the wearer, at 0.6-1.1 m, drifting around them
-            r0, w0, ph = rng.uniform(0.6, 1.1), rng.uniform(0.15, 0.35), rng.uniform(0, 2 * np.pi)
+        if k % 2 == 0:  # companion: stays near the wearer, at 0.8-1.3 m, walking around them
+            r0, w0, ph = rng.uniform(0.8, 1.3), rng.choice([-1, 1]) * rng.uniform(0.4, 0.8), rng.uniform(0, 2 * np.pi)
 
             def tgt(i, pos, r0=r0, w0=w0, ph=ph):
                 a = ph + w0 * t[i]
                 return wc.xy[i] + r0 * np.array([np.cos(a), np.sin(a)])
-        else:  # crosser: walks onto the line between the wearer and a camera, then on to another
+        else:  # crosser: walks across the line between the wearer and a camera, then on to another
             cams_xy = np.array([c.center[:2] for c in all_cams])
-            plan_every = int(3.5 * CONTROL_HZ)
-            picks = rng.integers(0, len(all_cams), n_ctrl // plan_every + 2)
-            fracs = rng.uniform(0.3, 0.6, n_ctrl // plan_every + 2)
+            plan_every = int(3.0 * CONTROL_HZ)
+            n_plans = n_ctrl // plan_every + 2
+            picks = rng.integers(0, len(all_cams), n_plans)
+            fracs = rng.uniform(0.3, 0.6, n_plans)
+            sides = rng.choice([-1.0, 1.0], n_plans)
 
-            def tgt(i, pos, cams_xy=cams_xy, picks=picks, fracs=fracs, plan_every=plan_every):
+            def tgt(i, pos, cams_xy=cams_xy, picks=picks, fracs=fracs, sides=sides, plan_every=plan_every):
                 j = i // plan_every
-                w = wc.xy[min(i + plan_every // 2, n_ctrl - 1)]
-                return w + fracs[j] * (cams_xy[picks[j]] - w)
+                w = wc.xy[min(j * plan_every, n_ctrl - 1)]
+                c = cams_xy[picks[j]]
+                d = (c - w) / max(np.linalg.norm(c - w), 1e-6)
+                on_line = w + fracs[j] * (c - w)
+                # first half of the plan: stand off to one side; second half: cross to the other side
+                side = sides[j] if (i % plan_every) < plan_every // 2 else -sides[j]
+                return on_line + side * 1.2 * np.array([-d[1], d[0]])
 
         bc = follower_controls(rng, t, tgt, wc.xy)
         people.append(simulate_body(body, np.clip(rng.normal(0, 1.0, 10), -2.5, 2.5), bc, floor_z))

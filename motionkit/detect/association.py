@@ -1,0 +1,305 @@
+"""Select the camera wearer in every exo view: the SOMA rule (association.md section 2).
+
+Per camera: the Aria head anchor is projected with KB3; the detection whose head point is nearest
+to it is selected, tracked by IoU, and re-detected when the tracked box drifts farther than the
+camera's threshold ``tau_c = clamp(2.5 x median head-to-anchor distance, 60, 250)`` px. When no
+detection is plausible, nothing is selected and a reason code says why. Never "any person".
+
+motionkit adds one gate the paper leaves open (a documented heuristic), because a person standing
+between the wearer and a camera hides the wearer and puts their own head on the anchor: the ground
+contact. The ray through a box's bottom centre meets the floor where that person stands; for the
+wearer this is close to below the head anchor, for someone in front it is closer to the camera.
+The floor height is estimated once per take from the detections nearest to the anchor (median).
+A detection is not the wearer when ``delta / tau_c + ground_offset / foot_scale_m > max_mismatch``
+(flag ``GROUND_REJECTED``): the head distance and the ground offset add up as one mismatch. On
+synthetic takes the wearer stays below 1.3 and people in front of the wearer above 1.45.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from motionkit.conventions import COCO17_FACE
+from motionkit.data.observations import Observations
+from motionkit.geometry.camera import CameraRig
+
+SELECTED = ("TRACKED", "REDETECT", "DRIFT_REDETECT", "GROUND_MATCH", "TRACKED_BLIND")
+FLAG_AMBIGUOUS, FLAG_LOW_CALIBRATION, FLAG_GROUND_REJECTED = 1, 2, 4
+
+
+@dataclass(frozen=True)
+class AssociationConfig:
+    tau_factor: float = 2.5
+    tau_min_px: float = 60.0
+    tau_max_px: float = 250.0
+    min_calibration_frames: int = 10
+    iou_track: float = 0.3
+    max_blind_frames: int = 10
+    ambiguity_ratio: float = 1.2
+    face_conf_min: float = 0.3
+    det_min_score: float = 0.5
+    anchor_margin: float = 0.05
+    foot_scale_m: float = 0.5  # ground offset that counts as much as a head distance of tau
+    max_mismatch: float = 1.38  # reject when delta / tau + ground offset / foot_scale_m exceeds this
+    ground_match_m: float = 0.25  # feet this close below the anchor rescue a head point that is off (face hidden)
+    body_below_head_m: float = 1.5
+
+
+@dataclass
+class Association:
+    """Per processed frame ``F`` and camera ``V`` (``camera_names`` order)."""
+
+    frame_index: np.ndarray  # (F,) 30 fps take frames
+    camera_names: list[str]
+    box: np.ndarray  # (F, V, 4) raw pixels xyxy, NaN when nothing is selected
+    score: np.ndarray  # (F, V)
+    keypoints: np.ndarray  # (F, V, 17, 2)
+    confidence: np.ndarray  # (F, V, 17)
+    reason: np.ndarray  # (F, V) str
+    det_index: np.ndarray  # (F, V) row of the observation table, -1 when nothing is selected
+    head_to_anchor_px: np.ndarray  # (F, V)
+    assoc_conf: np.ndarray  # (F, V)
+    n_person_dets: np.ndarray  # (F, V)
+    anchor_px: np.ndarray  # (F, V, 2)
+    anchor_valid: np.ndarray  # (F, V)
+    tau_px: np.ndarray  # (V,)
+    flags: np.ndarray  # (F, V) bit set: 1 AMBIGUOUS, 2 LOW_CALIBRATION, 4 GROUND_REJECTED (someone in front)
+    floor_z: float = float("nan")  # estimated floor height (world z)
+
+    @property
+    def selected(self) -> np.ndarray:
+        return self.det_index >= 0
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        return {k: getattr(self, k) for k in ("frame_index", "box", "score", "keypoints", "confidence", "reason",
+                                              "det_index", "head_to_anchor_px", "assoc_conf", "n_person_dets",
+                                              "anchor_px", "anchor_valid", "tau_px", "flags")}  # fmt: skip
+
+
+def head_points(box: np.ndarray, kp: np.ndarray, conf: np.ndarray, conf_min: float = 0.3) -> np.ndarray:
+    """Head point per detection ``(N, 2)``: the median of confident face keypoints (robust to one
+    gross outlier), else the box top centre moved down by 10 % of the box height."""
+    face = np.asarray(COCO17_FACE)
+    ok = (conf[:, face] >= conf_min) & np.isfinite(kp[:, face]).all(-1)
+    n = ok.sum(1)
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            med = np.nanmedian(np.where(ok[..., None], kp[:, face], np.nan), axis=1)
+    top = np.stack([(box[:, 0] + box[:, 2]) / 2, box[:, 1] + 0.1 * (box[:, 3] - box[:, 1])], 1)
+    return np.where((n > 0)[:, None], med, top)
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IoU of one box ``a (4,)`` with boxes ``b (N, 4)``."""
+    x0 = np.maximum(a[0], b[:, 0])
+    y0 = np.maximum(a[1], b[:, 1])
+    x1 = np.minimum(a[2], b[:, 2])
+    y1 = np.minimum(a[3], b[:, 3])
+    inter = np.clip(x1 - x0, 0, None) * np.clip(y1 - y0, 0, None)
+    area = (a[2] - a[0]) * (a[3] - a[1]) + (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1]) - inter
+    return inter / np.maximum(area, 1e-9)
+
+
+def project_anchor(rig: CameraRig, anchor_pos: np.ndarray, anchor_ok: np.ndarray, cfg: AssociationConfig):
+    """Anchor pixels ``(F, V, 2)``, validity ``(F, V)`` and the expected pixel height of the body
+    below the head ``(F, V)`` (head and a point ``body_below_head_m`` lower, both projected)."""
+    pts = np.stack([anchor_pos, anchor_pos - [0.0, 0.0, cfg.body_below_head_m]], axis=1)  # (F, 2, 3)
+    uv, ok = rig.project(np.nan_to_num(pts), return_valid=True)  # (F, V, 2, 2)
+    a_uv = uv[:, :, 0]
+    inside = np.stack([c.in_image(a_uv[:, v], cfg.anchor_margin) for v, c in enumerate(rig)], axis=1)
+    valid = anchor_ok[:, None] & ok[:, :, 0] & inside
+    height = np.linalg.norm(uv[:, :, 1] - uv[:, :, 0], axis=-1)
+    return np.where(valid[..., None], a_uv, np.nan), valid, np.where(ok[:, :, 1], height, np.nan)
+
+
+def ground_offsets(rig: CameraRig, boxes: np.ndarray, cam: np.ndarray, anchor: np.ndarray, delta: np.ndarray,
+                   cfg: AssociationConfig) -> tuple[np.ndarray, float]:  # fmt: skip
+    """How much closer to the camera (m, horizontally, >= 0) each detection stands (box bottom centre
+    on the floor) than its frame's head anchor, and the floor height used.
+
+    The floor is the median, over detections whose head is within ``tau_min_px`` of the anchor, of
+    the height at which their bottom ray passes below the anchor.
+    """
+    n = len(boxes)
+    if n == 0:
+        return np.zeros(0), float("nan")
+    bottom = np.stack([(boxes[:, 0] + boxes[:, 2]) / 2, boxes[:, 3]], -1)
+    rays = np.full((n, 3), np.nan)
+    C = rig.centers[cam]
+    for v, c in enumerate(rig):
+        m = cam == v
+        if m.any():
+            rays[m] = c.unproject(bottom[m])[0]
+    horiz = np.linalg.norm(rays[:, :2], axis=-1)
+    dist_anchor = np.linalg.norm(anchor[:, :2] - C[:, :2], axis=-1)
+    z_at_anchor = C[:, 2] + rays[:, 2] * dist_anchor / np.maximum(horiz, 1e-9)
+    near = (delta <= cfg.tau_min_px) & np.isfinite(z_at_anchor) & np.isfinite(anchor).all(-1)
+    if near.sum() < cfg.min_calibration_frames:
+        return np.zeros(n), float("nan")
+    floor_z = float(np.median(z_at_anchor[near]))
+    down = rays[:, 2] < -1e-6
+    lam = np.where(down, (floor_z - C[:, 2]) / np.where(down, rays[:, 2], -1.0), np.inf)
+    foot = C[:, :2] + lam[:, None] * rays[:, :2]
+    # how much closer to the camera this person stands than the wearer (only that direction matters:
+    # the wearer's own feet can be off the head's vertical by a lean or a stride)
+    off = np.clip(dist_anchor - np.linalg.norm(foot - C[:, :2], axis=-1), 0.0, None)
+    off = np.where(down & np.isfinite(off), off, np.inf)
+    truncated = boxes[:, 3] >= rig.sizes[cam, 1] - 3  # feet cut off by the image border: no ground cue
+    return np.where(truncated, np.nan, off), floor_z
+
+
+def select_wearer(
+    obs: Observations,
+    rig: CameraRig,
+    frames: np.ndarray,
+    anchor_pos: np.ndarray,
+    anchor_ok: np.ndarray,
+    anchor_reason: np.ndarray | None = None,
+    cfg: AssociationConfig | None = None,
+) -> Association:
+    """The SOMA rule with tracking, per camera, over processed frames.
+
+    Args:
+        obs: detections and keypoints of the take (observation cache).
+        rig: the take's cameras; obs cameras not in the rig are ignored.
+        frames: ``(F,)`` 30 fps frames to process, in time order.
+        anchor_pos: ``(F, 3)`` CPF head anchor (world), ``anchor_ok (F,)``; ``anchor_reason (F,)``
+            the reason when not ok (``NO_ARIA_POSE`` or ``ARIA_TS_NAN``).
+    """
+    cfg = cfg or AssociationConfig()
+    F, V = len(frames), len(rig)
+    a_uv, a_valid, exp_h = project_anchor(rig, anchor_pos, anchor_ok, cfg)
+    cam_of_obs = np.array([rig.names.index(n) if n in rig.names else -1 for n in obs.camera_names])
+    ocam = cam_of_obs[obs.camera] if len(obs) else np.zeros(0, int)
+    keep = (ocam >= 0) & (obs.score >= cfg.det_min_score) & np.isin(obs.frame_index, frames)
+    idx = np.flatnonzero(keep)
+    pos_of_frame = {int(f): i for i, f in enumerate(frames)}
+    fi = np.array([pos_of_frame[int(f)] for f in obs.frame_index[idx]], dtype=np.int64)
+    vi = ocam[idx]
+    order = np.lexsort((fi, vi))
+    idx, fi, vi = idx[order], fi[order], vi[order]
+    heads = head_points(obs.box[idx], obs.keypoints[idx], obs.keypoint_conf[idx], cfg.face_conf_min)
+    delta = np.linalg.norm(heads - a_uv[fi, vi], axis=-1)  # NaN where the anchor is invalid
+    foot_off, floor_z = ground_offsets(rig, obs.box[idx], vi, anchor_pos[fi], delta, cfg)
+    too_big = np.zeros(len(idx), dtype=bool)  # set per camera once its threshold is known
+
+    out_box = np.full((F, V, 4), np.nan)
+    out_score = np.full((F, V), np.nan)
+    out_kp = np.full((F, V, 17, 2), np.nan)
+    out_conf = np.zeros((F, V, 17))
+    reason = np.full((F, V), "", dtype=object)
+    det = np.full((F, V), -1, dtype=np.int64)
+    d_out = np.full((F, V), np.nan)
+    aconf = np.zeros((F, V))
+    ndet = np.zeros((F, V), dtype=np.int32)
+    flags = np.zeros((F, V), dtype=np.int32)
+    tau = np.full(V, cfg.tau_max_px)
+    anchor_reason = np.where(np.asarray(anchor_reason if anchor_reason is not None else [""] * F) == "",
+                             "NO_ARIA_POSE", anchor_reason)  # fmt: skip
+
+    starts = np.searchsorted(vi * (F + 1) + fi, np.arange(V)[:, None] * (F + 1) + np.arange(F + 1)[None, :])
+    for v in range(V):
+        # pass 1: the camera's threshold from the nearest head per frame
+        sel_v = vi == v
+        dv = delta[sel_v]
+        fv = fi[sel_v]
+        if len(dv):
+            best = np.full(F, np.inf)
+            np.minimum.at(best, fv, np.nan_to_num(dv, nan=np.inf))
+            best = best[np.isfinite(best)]
+        else:
+            best = np.zeros(0)
+        if len(best) >= cfg.min_calibration_frames:
+            tau[v] = float(np.clip(cfg.tau_factor * np.median(best), cfg.tau_min_px, cfg.tau_max_px))
+        else:
+            flags[:, v] |= FLAG_LOW_CALIBRATION
+        t = tau[v]
+        # the joint head/ground mismatch: someone standing in front of the wearer (NaN ground: head only)
+        with np.errstate(over="ignore", invalid="ignore"):
+            mismatch = delta[sel_v] / t + np.nan_to_num(foot_off[sel_v], nan=0.0, posinf=1e9) / cfg.foot_scale_m
+        too_big[sel_v] = mismatch > cfg.max_mismatch
+        # pass 2: track and re-detect, in time order
+        state = None  # previous selected box
+        blind = 0
+        for f in range(F):
+            lo, hi = starts[v, f], starts[v, f + 1]
+            ndet[f, v] = hi - lo
+            cand = np.arange(lo, hi)
+            if not a_valid[f, v]:
+                chosen = None
+                if state is not None and blind < cfg.max_blind_frames and len(cand):
+                    ious = _iou(state, obs.box[idx[cand]])
+                    k = int(np.argmax(ious))
+                    if ious[k] >= cfg.iou_track and not too_big[cand[k]]:
+                        chosen = cand[k]
+                if chosen is None:
+                    state = None
+                    reason[f, v] = anchor_reason[f] if not anchor_ok[f] else "ANCHOR_OUT_OF_VIEW"
+                    continue
+                blind += 1
+                _put(f, v, chosen, idx, obs, out_box, out_score, out_kp, out_conf, det)
+                reason[f, v] = "TRACKED_BLIND"
+                aconf[f, v] = 0.5 * float(obs.score[idx[chosen]])
+                state = obs.box[idx[chosen]].copy()
+                continue
+            blind = 0
+            if not len(cand):
+                reason[f, v] = "NO_DETECTIONS"
+                state = None
+                continue
+            dc = delta[cand]
+            okc = ~too_big[cand]
+            if too_big[cand].any():
+                flags[f, v] |= FLAG_GROUND_REJECTED
+            chosen = None
+            why = "REDETECT"
+            if state is not None:
+                ious = _iou(state, obs.box[idx[cand]])
+                k = int(np.argmax(np.where(okc, ious, -1.0)))
+                if okc[k] and ious[k] >= cfg.iou_track:
+                    if dc[k] <= t:
+                        chosen, why = cand[k], "TRACKED"
+                    else:
+                        why = "DRIFT_REDETECT"
+            if chosen is None:
+                dd = np.where(okc, dc, np.inf)
+                k = int(np.argmin(dd))
+                if dd[k] <= t:
+                    chosen = cand[k]
+                else:
+                    # the head point can be far off when the face is hidden; feet right below the anchor
+                    # (and no other such candidate) identify the wearer all the same
+                    gm = okc & (foot_off[cand] <= cfg.ground_match_m) & (dc <= cfg.tau_max_px)
+                    if gm.sum() == 1:
+                        chosen, why = cand[int(np.argmax(gm))], "GROUND_MATCH"
+                    else:
+                        reason[f, v] = "NO_DET_NEAR_ANCHOR"
+                        state = None
+                        continue
+            _put(f, v, chosen, idx, obs, out_box, out_score, out_kp, out_conf, det)
+            reason[f, v] = why
+            d = float(delta[chosen])
+            d_out[f, v] = d
+            conf = float(obs.score[idx[chosen]]) * float(np.clip(1 - d / t, 0, 1) if why != "GROUND_MATCH" else 0.25)
+            others = np.sort(np.where(okc & (cand != chosen), dc, np.inf))
+            if len(others) and others[0] <= t and others[0] < cfg.ambiguity_ratio * max(d, 1e-9):
+                flags[f, v] |= FLAG_AMBIGUOUS
+                conf *= 0.5
+            aconf[f, v] = conf
+            state = obs.box[idx[chosen]].copy()
+    return Association(np.asarray(frames), rig.names, out_box, out_score, out_kp, out_conf, reason.astype(str), det,
+                       d_out, aconf, ndet, a_uv, a_valid, tau, flags, floor_z)  # fmt: skip
+
+
+def _put(f, v, chosen, idx, obs, out_box, out_score, out_kp, out_conf, det) -> None:
+    row = idx[chosen]
+    out_box[f, v] = obs.box[row]
+    out_score[f, v] = obs.score[row]
+    out_kp[f, v] = obs.keypoints[row]
+    out_conf[f, v] = obs.keypoint_conf[row]
+    det[f, v] = row

@@ -1,0 +1,127 @@
+"""RF-DETR person detection and COCO-17 keypoints (optional dependency ``motionkit[detect]``).
+
+motionkit never downloads weights: a checkpoint is an existing local file, given explicitly or
+found under the standard cache directory (``$RF_HOME``, ``$ROBOFLOW_HOME`` or ``~/.roboflow/models``).
+``allow_random_init`` builds the real model classes without weights, for plumbing tests only.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from motionkit.data.errors import DataError
+
+VARIANTS = {"nano": "RFDETRNano", "small": "RFDETRSmall", "medium": "RFDETRMedium", "large": "RFDETRLarge"}
+DEFAULT_FILES = {"nano": "rf-detr-nano.pth", "small": "rf-detr-small.pth", "medium": "rf-detr-medium.pth",
+                 "large": "rf-detr-large.pth", "keypoints": "rf-detr-keypoint-preview.pth"}  # fmt: skip
+COCO_PERSON = 1  # raw COCO category id used by COCO checkpoints
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("RF_HOME") or os.environ.get("ROBOFLOW_HOME") or "~/.roboflow/models").expanduser()
+
+
+def resolve_weights(weights: str | os.PathLike | None, kind: str) -> Path:
+    """An existing checkpoint path (absolute), or a clear error: never a download."""
+    p = Path(weights).expanduser() if weights else cache_dir() / DEFAULT_FILES[kind]
+    if not p.is_absolute() and not p.exists():
+        p = cache_dir() / p
+    if not p.is_file():
+        raise DataError(p, f"RF-DETR {kind} checkpoint not found; download it yourself and pass --detector-weights "
+                           f"(motionkit never downloads weights)")  # fmt: skip
+    return p.resolve()
+
+
+def _model(class_name: str, weights: Path | None, device: str):
+    import rfdetr
+
+    cls = getattr(rfdetr, class_name)
+    return cls(pretrain_weights=str(weights) if weights is not None else None, device=device)
+
+
+@dataclass
+class RFDETRDetector:
+    """Person boxes in source-image pixels (xyxy) with scores, for RGB uint8 frames."""
+
+    variant: str = "nano"
+    weights: str | None = None
+    threshold: float = 0.5
+    device: str = "cpu"
+    batch_size: int = 4
+    allow_random_init: bool = False
+    person_class: int = COCO_PERSON
+    pixel_offset: float = 0.0  # added to outputs to map the model's pixel convention to integer centres
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise ValueError(f"unknown RF-DETR variant {self.variant!r}; choose from {', '.join(VARIANTS)}")
+        w = None if self.allow_random_init and self.weights is None else resolve_weights(self.weights, self.variant)
+        self.model = _model(VARIANTS[self.variant], w, self.device)
+        self.identity = f"rfdetr-{self.variant}:{w.name if w else 'random-init'}"
+
+    def detect(self, frames: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``frames``: RGB uint8 ``(H, W, 3)``. Returns per frame ``(boxes (N, 4), scores (N,))``."""
+        out = []
+        for i in range(0, len(frames), self.batch_size):
+            chunk = frames[i : i + self.batch_size]
+            for f in chunk:
+                if f.ndim != 3 or f.shape[2] != 3 or f.dtype != np.uint8:
+                    raise ValueError(f"frames must be RGB uint8 (H, W, 3); got {f.shape} {f.dtype}")
+            dets = self.model.predict(list(chunk), threshold=self.threshold)
+            dets = dets if isinstance(dets, list) else [dets]
+            for d in dets:
+                keep = d.class_id == self.person_class
+                out.append((d.xyxy[keep].astype(np.float64) + self.pixel_offset, d.confidence[keep].astype(np.float64)))
+        return out
+
+
+def _iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    x0 = np.maximum(a[:, None, 0], b[None, :, 0])
+    y0 = np.maximum(a[:, None, 1], b[None, :, 1])
+    x1 = np.minimum(a[:, None, 2], b[None, :, 2])
+    y1 = np.minimum(a[:, None, 3], b[None, :, 3])
+    inter = np.clip(x1 - x0, 0, None) * np.clip(y1 - y0, 0, None)
+    area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
+    area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
+    return inter / np.maximum(area_a[:, None] + area_b[None, :] - inter, 1e-9)
+
+
+@dataclass
+class RFDETRKeypoints:
+    """COCO-17 keypoints from ``RFDETRKeypointPreview``: the model finds people with keypoints on the
+    whole frame; each given box takes the keypoints of the instance with the highest IoU (>= 0.3)."""
+
+    weights: str | None = None
+    threshold: float = 0.3
+    device: str = "cpu"
+    allow_random_init: bool = False
+    min_iou: float = 0.3
+    pixel_offset: float = 0.0
+
+    def __post_init__(self) -> None:
+        w = None if self.allow_random_init and self.weights is None else resolve_weights(self.weights, "keypoints")
+        self.model = _model("RFDETRKeypointPreview", w, self.device)
+        self.identity = f"rfdetr-keypoints:{w.name if w else 'random-init'}"
+
+    def estimate(self, frames: list[np.ndarray], boxes: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per frame ``(keypoints (N, 17, 2), conf (N, 17))`` for that frame's ``boxes (N, 4)``."""
+        out = []
+        for frame, bx in zip(frames, boxes, strict=True):
+            n = len(bx)
+            kp = np.full((n, 17, 2), np.nan)
+            cf = np.zeros((n, 17))
+            if n:
+                k = self.model.predict(frame, threshold=self.threshold)
+                inst_boxes = np.asarray(k.data.get("xyxy", np.zeros((0, 4))), dtype=np.float64).reshape(-1, 4)
+                if len(inst_boxes):
+                    iou = _iou_matrix(np.asarray(bx, np.float64), inst_boxes)
+                    best = iou.argmax(1)
+                    ok = iou[np.arange(n), best] >= self.min_iou
+                    kp[ok] = k.xy[best[ok]] + self.pixel_offset
+                    cf[ok] = k.keypoint_confidence[best[ok]]
+            out.append((kp, cf))
+        return out

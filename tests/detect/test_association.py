@@ -1,0 +1,90 @@
+import json
+
+import h5py
+import numpy as np
+import pytest
+
+from motionkit.conventions import fit_grid_frames, nearest_take_frames
+from motionkit.data.egoexo4d import EgoExoDataset
+from motionkit.data.observations import read_observations
+from motionkit.data.synthetic.writer import SynthConfig, write_synthetic_dataset
+from motionkit.detect.association import FLAG_LOW_CALIBRATION, AssociationConfig, _iou, select_wearer
+
+
+@pytest.fixture(scope="module")
+def crowded(tmp_path_factory):
+    """Six 20 s takes, each with two bystanders who walk around the wearer and across camera lines."""
+    roots = []
+    for seed in (2026, 99):
+        root = tmp_path_factory.mktemp(f"crowd{seed}")
+        write_synthetic_dataset(root, SynthConfig(takes=3, seed=seed, duration=20.0, bystanders=2))
+        roots.append(root)
+    return roots
+
+
+def run_take(root, info):
+    take = EgoExoDataset(root).take(info.take_uid)
+    rig = take.rig
+    obs = read_observations(root / "observations" / f"{take.uid}.h5")
+    frames = nearest_take_frames(fit_grid_frames(take.n_frames, 20.0))
+    anc = take.head_anchor(frames)
+    a = select_wearer(obs, rig, frames, anc.position, anc.valid)
+    with h5py.File(root / "gt" / f"{take.uid}.h5") as g:
+        cols = [json.loads(g.attrs["camera_names"]).index(n) for n in rig.names]
+        vis = g["wearer/visible"][()][frames][:, cols]
+        gbox = g["wearer/boxes"][()][frames][:, cols]
+        pid = g["detections/person_id"][()]
+    return a, vis, gbox, pid
+
+
+def test_wearer_selected_never_a_bystander(crowded):
+    n_vis = ok_vis = n_invis = ok_invis = 0
+    longest_wrong = 0
+    for root in crowded:
+        for info in EgoExoDataset(root).takes():
+            a, vis, gbox, pid = run_take(root, info)
+            sel = a.selected
+            who = np.where(sel, pid[np.maximum(a.det_index, 0)], -99)
+            iou = np.zeros(vis.shape)
+            for f, v in zip(*np.nonzero(sel & vis), strict=True):
+                iou[f, v] = _iou(a.box[f, v], gbox[f, v][None])[0]
+            n_vis += vis.sum()
+            ok_vis += ((iou >= 0.5) & (who == 0))[vis].sum()
+            n_invis += (~vis).sum()
+            ok_invis += (~sel)[~vis].sum()
+            wrong = sel & (who != 0)
+            for v in range(wrong.shape[1]):
+                run = 0
+                for f in range(wrong.shape[0]):
+                    run = run + 1 if wrong[f, v] else 0
+                    longest_wrong = max(longest_wrong, run)
+            assert set(np.unique(a.reason[sel])) <= {"TRACKED", "REDETECT", "DRIFT_REDETECT", "GROUND_MATCH", "TRACKED_BLIND"}
+    assert n_vis > 5000 and n_invis > 500  # the scenes really contain occlusions and exits
+    assert ok_vis / n_vis >= 0.995, ok_vis / n_vis
+    assert ok_invis / n_invis >= 0.99, ok_invis / n_invis
+    assert longest_wrong <= 2
+
+
+def test_threshold_clamps_and_reasons(crowded):
+    root = crowded[0]
+    info = EgoExoDataset(root).takes()[0]
+    take = EgoExoDataset(root).take(info.take_uid)
+    obs = read_observations(root / "observations" / f"{take.uid}.h5")
+    frames = nearest_take_frames(fit_grid_frames(take.n_frames, 20.0))
+    anc = take.head_anchor(frames)
+    a = select_wearer(obs, take.rig, frames, anc.position, anc.valid)
+    assert ((a.tau_px >= 60) & (a.tau_px <= 250)).all()
+    cfg = AssociationConfig(tau_min_px=100.0, tau_max_px=120.0)
+    b = select_wearer(obs, take.rig, frames, anc.position, anc.valid, cfg=cfg)
+    assert ((b.tau_px >= 100) & (b.tau_px <= 120)).all()
+    # only 5 frames: too few to calibrate -> tau = max and LOW_CALIBRATION
+    c = select_wearer(obs, take.rig, frames[:5], anc.position[:5], anc.valid[:5])
+    assert (c.tau_px == 250).all() and (c.flags & FLAG_LOW_CALIBRATION).all()
+    # no Aria pose: nothing is selected (after at most max_blind_frames of blind tracking)
+    ok = anc.valid.copy()
+    ok[100:150] = False
+    reason = np.where(ok, "", "ARIA_TS_NAN")
+    d = select_wearer(obs, take.rig, frames, anc.position, ok, reason)
+    assert set(np.unique(d.reason[100:150])) <= {"ARIA_TS_NAN", "TRACKED_BLIND"}
+    assert not d.selected[111:150].any()
+    assert (d.reason[111:150] == "ARIA_TS_NAN").all()
