@@ -189,7 +189,7 @@ def fit(
             keypoint_weights=keypoint_weights,
         )
         log = None if as_json else (lambda s: click.echo(s, err=False))
-        outcome = run_fit(root, take_id, out_dir, cfg, until=until, log=log)
+        outcome = run_fit(root, take_id, out_dir, cfg, until=until, log=log, progress=not as_json)
     except DataError as exc:
         _fail(exc)
     s = outcome.summary()
@@ -203,6 +203,12 @@ def fit(
         + (f" (reused: {', '.join(s['reused_stages'])})" if s["reused_stages"] else "")
     )
     click.echo("time per stage: " + ", ".join(f"{k} {v:.2f} s" for k, v in s["seconds_per_stage"].items()))
+    if s["coverage"] is not None:
+        click.echo(f"coverage: {100 * s['coverage']:.1f} % of frames fitted; reprojection {s['reprojection_px']:.1f} px (median)")
+    if s["pa_mpjpe_mm"] is not None:
+        click.echo(f"vs annotations: PA-MPJPE {s['pa_mpjpe_mm']:.1f} mm, MPJPE {s['mpjpe_world_mm']:.1f} mm (uncorrected)")
+    for p in s["plots"]:
+        click.echo(f"plot: {p}")
     if bm.get("synthetic"):
         click.echo("body model: SYNTHETIC demo body (not the licensed SMPL-X model)")
     else:

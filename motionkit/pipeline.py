@@ -22,6 +22,22 @@ Stages, in order (``--until`` stops after one):
     ``keypoints (M, V, 17, 2)``, ``confidence (M, V, 17)``, ``reason (M, V)``, ``det_index``,
     ``head_to_anchor_px``, ``assoc_conf``, ``n_person_dets``, ``anchor_px``, ``anchor_valid``,
     ``flags (M, V)``, ``tau_px (V,)``; attribute ``camera_names``.
+``triangulate``
+    Far cameras pruned (median distance to the head anchor > 3x the closest camera's), then the
+    selected keypoints triangulated (``geometry/triangulation.py``). Group ``triangulation``:
+    ``points (M, 17, 3)``, ``status (M, 17)``, ``n_views (M, 17)``, ``inlier (M, V, 17)``,
+    ``residual_px (M, V, 17)``; attribute ``pruned`` (camera -> reason).
+``fit``
+    One SMPL-X sequence for the take (``body/fitting.py``). Groups ``smplx``: ``global_orient
+    (M, 3)``, ``body_pose (M, 63)`` axis-angle, ``betas (10,)``, ``transl (M, 3)`` (world, z up);
+    ``joints``: ``coco17 (M, 17, 3)``, ``smplx (M, 55, 3)`` (NaN where not valid); root arrays
+    ``time_s (M,)`` (frame index / 30) and ``valid (M,)``; ``flags``: ``FEW_CAMS``, ``FAST_JOINT``,
+    ``HIGH_ACCEL``, ``EYE_ARIA_FAR`` (M,) bool; ``reprojection``: ``px (M, V)``, ``per_view_px (V,)``.
+``motion``
+    Per valid run: the anchored trajectory, spatial-code events and HumanML3D features (groups
+    ``trajectory``, ``codes``, ``features``; ``motion/derive.py``).
+``evaluate``
+    When the take has manual body annotations: PA-MPJPE, MPJPE and coverage (group ``eval``).
 """
 
 from __future__ import annotations
@@ -34,8 +50,10 @@ from pathlib import Path
 
 import numpy as np
 
+from motionkit.body.fitting import FACE_KEYPOINTS
+from motionkit.body.model import BodyModel
 from motionkit.body.model_file import load_model_file
-from motionkit.conventions import TAKE_FPS, fit_grid_frames, nearest_take_frames
+from motionkit.conventions import SMPLX_TO_COCO17, TAKE_FPS, fit_grid_frames, nearest_take_frames
 from motionkit.data.aria import DEFAULT_CPF_SOURCE
 from motionkit.data.egoexo4d import EgoExoDataset, Take
 from motionkit.data.errors import DataError
@@ -44,6 +62,7 @@ from motionkit.data.store import TakeResult, config_hash, provenance, read_resul
 from motionkit.detect.association import select_wearer
 from motionkit.detect.frames import exo_video_path
 from motionkit.detect.sources import annotation_observations, dataset_observation_path, load_observation_cache
+from motionkit.geometry.triangulation import prune_far_cameras, triangulate
 
 
 @dataclass
@@ -222,12 +241,157 @@ def stage_associate(ctx: StageContext) -> None:
     ctx.info["associate"] = f"wearer selected in {a.selected.mean():.1%} of camera-frames; tau {taus}"
 
 
+def stage_triangulate(ctx: StageContext) -> None:
+    r = ctx.result
+    rig = ctx.take.rig
+    anchor = r["aria/position"][r["aria/valid"].astype(bool)]
+    prune = prune_far_cameras(rig, anchor) if len(anchor) else None
+    kept = np.array([prune is None or n in prune.kept for n in rig.names])
+    sel = r["association/det_index"] >= 0
+    conf = np.where(sel[..., None] & kept[None, :, None], r["association/confidence"], 0.0)
+    tri = triangulate(r["association/keypoints"], conf, rig)
+    r.put("triangulation", {"points": tri.points, "status": tri.status, "n_views": tri.n_views, "inlier": tri.inlier,
+                            "residual_px": tri.residual_px, "camera_kept": kept},
+          pruned=json.dumps({} if prune is None else prune.dropped))  # fmt: skip
+    ok = tri.status == 0
+    ctx.info["triangulate"] = (f"{ok.mean():.1%} of joints triangulated; pruned: "
+                               f"{', '.join(prune.dropped) if prune and prune.dropped else 'none'}")  # fmt: skip
+
+
+def _valid_frames(n_views: np.ndarray, fps: float, max_gap_s: float) -> np.ndarray:
+    """Frames seen by >= 2 views, plus gaps of at most ``max_gap_s`` between such frames."""
+    seen = n_views >= 2
+    valid = seen.copy()
+    idx = np.flatnonzero(seen)
+    for a, b in zip(idx[:-1], idx[1:], strict=True):
+        if b - a > 1 and (b - a - 1) / fps <= max_gap_s:
+            valid[a + 1 : b] = True
+    return valid
+
+
+def stage_fit(ctx: StageContext) -> None:
+    import torch
+
+    from motionkit.body.fitting import FitConfig as BodyFitConfig
+    from motionkit.body.fitting import FitInputs, fit_take
+
+    r = ctx.result
+    take = ctx.take
+    kept = r["triangulation/camera_kept"].astype(bool)
+    if kept.sum() < 2:
+        raise DataError(take.calibration_path, f"fewer than 2 usable cameras ({int(kept.sum())}): cannot fit")
+    sel = (r["association/det_index"] >= 0) & kept[None]
+    n_views = sel.sum(1)
+    if not (n_views >= 2).any():
+        raise DataError(take.take_dir, "no wearer found: no frame has the wearer selected in 2 or more views")
+    fps = ctx.config.fps
+    w = r["association/confidence"] * r["association/assoc_conf"][..., None] * sel[..., None]
+    tri_ok = r["triangulation/status"] == 0
+    # observations that triangulation rejected (outliers, swapped labels) do not pull the fit
+    w = np.where(tri_ok[:, None, :] & ~r["triangulation/inlier"].astype(bool), 0.0, w)
+    rig = take.rig
+    inp = FitInputs(fps, r["association/keypoints"], w, r["grid/frame_index"], r["triangulation/points"], rig.params,
+                    rig.T_cam_world)  # fmt: skip
+    bcfg = BodyFitConfig(device=ctx.config.device)
+    body = BodyModel.load(ctx.config.body_model, vertex_keypoints=FACE_KEYPOINTS)
+    total = sum(bcfg.iters) * max(1, int(np.ceil(len(inp.keypoints) / (bcfg.window - bcfg.overlap))))
+    bar = None
+    if ctx.info.get("progress"):
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, desc="fit", unit="it", leave=False, mininterval=1.0)
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    out = fit_take(body, inp, bcfg, progress=bar.update if bar is not None else None)
+    if bar is not None:
+        bar.close()
+    M = len(out.transl)
+    valid = _valid_frames(n_views, fps, bcfg.max_gap_s)
+    J = out.joints.copy()
+    J[~valid] = np.nan
+    nanv = np.where(valid[:, None], 1.0, np.nan)
+    r.put("smplx", {"global_orient": out.global_orient * nanv, "body_pose": out.body_pose.reshape(M, 63) * nanv,
+                    "betas": out.betas, "transl": out.transl * nanv}, body_model=json.dumps(body.identity))  # fmt: skip
+    r.put("joints", {"coco17": J[:, SMPLX_TO_COCO17], "smplx": J[:, :55]})
+    r.arrays["time_s"] = r["grid/time_s"]
+    r.arrays["valid"] = valid
+    r.put("flags", quality_flags(out.joints, valid, n_views, fps, r["aria/position"], FACE_KEYPOINTS))
+    per_view = np.nanmean(np.where(valid[:, None], out.reproj_px, np.nan), axis=0)
+    r.put("reprojection", {"px": out.reproj_px, "per_view_px": per_view}, losses=json.dumps(out.losses))
+    ctx.info["fit"] = (f"{valid.mean():.1%} of frames valid; reprojection {np.nanmedian(out.reproj_px):.1f} px "
+                       f"(median); betas {np.round(out.betas[:3], 2).tolist()}...")  # fmt: skip
+
+
+def quality_flags(joints, valid, n_views, fps, cpf, names) -> dict[str, np.ndarray]:
+    """Per-frame flags (fitting.md section 11), computed on the 22 body joints after 5-tap smoothing."""
+    from scipy.ndimage import convolve1d
+
+    from motionkit.body.fitting import eye_midpoint
+
+    k = np.array([0.05, 0.25, 0.4, 0.25, 0.05])
+    body = convolve1d(np.nan_to_num(joints[:, :22]), k, axis=0, mode="nearest")
+    vel = np.zeros(len(body))
+    acc = np.zeros(len(body))
+    if len(body) >= 2:
+        v = np.linalg.norm(np.diff(body, axis=0), axis=-1).max(-1) * fps
+        vel[1:] = v
+    if len(body) >= 3:
+        a = np.linalg.norm(body[2:] - 2 * body[1:-1] + body[:-2], axis=-1).max(-1) * fps**2
+        acc[1:-1] = a
+    eyes = eye_midpoint(joints, tuple(names))
+    eye_far = np.linalg.norm(eyes - cpf, axis=-1) > 0.30
+    return {"FEW_CAMS": n_views < 2, "FAST_JOINT": valid & (vel > 5.0), "HIGH_ACCEL": valid & (acc > 40.0),
+            "EYE_ARIA_FAR": valid & np.nan_to_num(eye_far, nan=False).astype(bool)}  # fmt: skip
+
+
+def stage_motion(ctx: StageContext) -> None:
+    from motionkit.motion.derive import derive_motion
+
+    r = ctx.result
+    d = derive_motion(r["joints/smplx"], r["smplx/global_orient"], r["valid"].astype(bool), ctx.config.fps,
+                      motion_id=ctx.take.uid)  # fmt: skip
+    for g, arrays in d.to_result_arrays(len(r["valid"])).items():
+        r.put(g, arrays)
+    n_ev = sum(1 for es in d.events for e in es.events if e.qa_eligible)
+    ctx.info["motion"] = (
+        f"{len(d.runs)} run(s); {n_ev} QA-eligible events; {sum(len(f) for f in d.features)} x 263 features"
+    )
+
+
+def stage_evaluate(ctx: StageContext) -> None:
+    from motionkit.eval.protocol import EvalConfig, match_to_annotation, score_take, video_time_coverage
+    from motionkit.eval.run import fit_samples
+
+    r = ctx.result
+    ann = ctx.take.body_annotation("annotation")
+    fit = fit_samples(r)
+    cov = video_time_coverage(fit.time_s, fit.valid, ctx.take.n_frames, ctx.config.fps)
+    if ann is None or len(ann.frames) == 0:
+        r.put("eval", {"coverage_video_time": cov.mean()}, annotated=False)
+        ctx.info["evaluate"] = f"no manual annotation; coverage {cov.mean():.1%} of the video timeline"
+        return
+    cfg = EvalConfig()
+    m = match_to_annotation(fit, ann.frames, ann.joints3d, ann.num_views, cfg, ctx.config.fps)
+    sc = score_take(ctx.take.uid, m, cfg, None, cov)
+    row = sc.row()
+    r.put("eval", {"pa_mpjpe_mm": row["pa_mpjpe"] if row["pa_mpjpe"] is not None else np.nan,
+                   "mpjpe_world_mm": row["mpjpe_world"] if row["mpjpe_world"] is not None else np.nan,
+                   "frames_scored": row["frames_scored"], "coverage_video_time": row["coverage_video_time"],
+                   "per_joint_mm": sc.per_joint}, annotated=True)  # fmt: skip
+    ctx.info["evaluate"] = (f"PA-MPJPE {row['pa_mpjpe']:.1f} mm, MPJPE {row['mpjpe_world']:.1f} mm on "
+                            f"{row['frames_scored']} annotated frames (uncorrected)") if row["pa_mpjpe"] is not None else \
+        "annotations present but no frame could be scored"  # fmt: skip
+
+
 STAGES: dict[str, tuple[Callable[[StageContext], None], tuple[str, ...]]] = {
     "load": (stage_load, ("cameras", "grid")),
     "anchor": (stage_anchor, ("aria",)),
     "detect": (stage_detect, ("detections",)),
     "keypoints": (stage_keypoints, ("keypoints",)),
     "associate": (stage_associate, ("association",)),
+    "triangulate": (stage_triangulate, ("triangulation",)),
+    "fit": (stage_fit, ("smplx", "joints", "flags", "reprojection", "time_s", "valid")),
+    "motion": (stage_motion, ("trajectory", "codes", "features")),
+    "evaluate": (stage_evaluate, ("eval",)),
 }
 
 
@@ -238,6 +402,7 @@ class FitOutcome:
     timings: dict[str, float]
     info: dict
     reused: list[str]
+    plots: list[str] = field(default_factory=list)
 
     def summary(self) -> dict:
         r = self.result
@@ -253,7 +418,12 @@ class FitOutcome:
             "fps": r.config.get("fps"),
             "body_model": r.body_model,
             "seconds_per_stage": {k: round(v, 3) for k, v in self.timings.items()},
-            "info": {k: v for k, v in self.info.items() if k != "out_dir"},
+            "coverage": float(np.mean(r["valid"])) if "valid" in r.arrays else None,
+            "reprojection_px": float(np.nanmedian(r["reprojection/px"])) if "reprojection/px" in r.arrays else None,
+            "pa_mpjpe_mm": float(r["eval/pa_mpjpe_mm"]) if "eval/pa_mpjpe_mm" in r.arrays else None,
+            "mpjpe_world_mm": float(r["eval/mpjpe_world_mm"]) if "eval/mpjpe_world_mm" in r.arrays else None,
+            "plots": self.plots,
+            "info": {k: v for k, v in self.info.items() if k not in ("out_dir", "progress")},
         }
 
 
@@ -266,6 +436,7 @@ def run_fit(
     until: str | None = None,
     progress: bool = True,
     log: Callable[[str], None] | None = None,
+    plot: bool = True,
 ) -> FitOutcome:
     """Run the stages for one take and write ``<out_dir>/<take_uid>.h5``.
 
@@ -304,7 +475,7 @@ def run_fit(
     names = list(STAGES)
     if until is not None:
         names = names[: names.index(until) + 1]
-    ctx = StageContext(take, config, result, info={"out_dir": str(out_dir)})
+    ctx = StageContext(take, config, result, info={"out_dir": str(out_dir), "progress": progress})
     timings: dict[str, float] = {}
     reused: list[str] = []
     done: list[str] = []
@@ -314,7 +485,7 @@ def run_fit(
         t0 = time.perf_counter()
         if previous is not None and name in previous.stages:
             for g in groups:
-                result.arrays.update({k: v for k, v in previous.arrays.items() if k.startswith(g + "/")})
+                result.arrays.update({k: v for k, v in previous.arrays.items() if k == g or k.startswith(g + "/")})
                 if g in previous.group_attrs:
                     result.group_attrs[g] = dict(previous.group_attrs[g])
             reused.append(name)
@@ -333,4 +504,10 @@ def run_fit(
         timings[name] = time.perf_counter() - t0
     result.attrs["stages"] = json.dumps(done)
     write_result(path, result)
-    return FitOutcome(path, result, timings, ctx.info, reused)
+    plots = []
+    if "fit" in done and plot:
+        from motionkit.viz import plot_fit_views, plot_topdown
+
+        plots = [str(plot_fit_views(result, path.with_suffix(".views.png"))),
+                 str(plot_topdown(result, path.with_suffix(".topdown.png")))]  # fmt: skip
+    return FitOutcome(path, result, timings, ctx.info, reused, plots)

@@ -111,3 +111,72 @@ def plot_association(result, obs, m: int, path: str | Path) -> Path:
         ax.tick_params(labelsize=7)
     fig.suptitle(f"{result.attrs.get('take_name', '')} frame {frame} (30 fps): grey = detections, green = wearer")
     return _save(fig, path)
+
+
+def plot_fit_views(result, path: str | Path, n_frames: int = 3) -> Path:
+    """The fitted COCO-17 skeleton reprojected into every view (green) over the observed keypoints
+    (orange) for a few frames."""
+    import json
+
+    import numpy as np
+
+    from motionkit.conventions import COCO17_LIMBS
+    from motionkit.geometry.camera import Camera, CameraRig
+
+    names = json.loads(result.group_attrs["cameras"]["names"])
+    rig = CameraRig([Camera(n, int(s[0]), int(s[1]), p, T) for n, s, p, T in
+                     zip(names, result["cameras/size"], result["cameras/params"], result["cameras/T_world_cam"], strict=True)])  # fmt: skip
+    valid = np.flatnonzero(result["valid"])
+    if len(valid) == 0:
+        return empty_plot(path, "no valid frame")
+    picks = valid[np.linspace(0, len(valid) - 1, n_frames + 2).astype(int)[1:-1]]
+    V = len(rig)
+    fig, axs = plt.subplots(n_frames, V, figsize=(3.6 * V, 2.4 * n_frames), squeeze=False)
+    J = result["joints/coco17"]
+    proj = rig.project(J[picks])  # (n, V, 17, 2)
+    for i, m in enumerate(picks):
+        for v in range(V):
+            ax = axs[i, v]
+            w, h = rig[v].width, rig[v].height
+            ax.set_xlim(0, w)
+            ax.set_ylim(h, 0)
+            ax.set_aspect("equal")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.set_facecolor("0.93")
+            ob = result["association/keypoints"][m, v]
+            ax.plot(ob[:, 0], ob[:, 1], "o", color="tab:orange", ms=2.5)
+            for a, b in COCO17_LIMBS:
+                ax.plot(proj[i, v, [a, b], 0], proj[i, v, [a, b], 1], "-", color="tab:green", lw=1.2)
+            if i == 0:
+                ax.set_title(names[v], fontsize=9)
+            if v == 0:
+                ax.set_ylabel(f"t = {result['time_s'][m]:.2f} s", fontsize=8)
+    fig.suptitle("fitted skeleton (green) over the selected 2D keypoints (orange); no video frames in this take")
+    return _save(fig, path)
+
+
+def plot_topdown(result, path: str | Path) -> Path:
+    """Top-down (world x-y) view of the fitted root trajectory, the Aria head anchor and the cameras."""
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(6.5, 6.5))
+    pel = result["joints/smplx"][:, 0]
+    ok = np.isfinite(pel).all(-1)
+    sc = ax.scatter(pel[ok, 0], pel[ok, 1], c=result["time_s"][ok], s=4, cmap="viridis", label="pelvis (fit)")
+    cpf = result["aria/position"]
+    ax.plot(cpf[:, 0], cpf[:, 1], "-", color="tab:red", lw=0.8, alpha=0.6, label="Aria head anchor")
+    for T, name in zip(result["cameras/T_world_cam"], __import__("json").loads(result.group_attrs["cameras"]["names"]),
+                       strict=True):  # fmt: skip
+        c, z = T[:3, 3], T[:3, 2]
+        ax.plot(c[0], c[1], "k^", ms=8)
+        ax.arrow(c[0], c[1], 0.6 * z[0], 0.6 * z[1], head_width=0.12, color="k")
+        ax.text(c[0], c[1], f" {name}", fontsize=8)
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_xlabel("world x (m)")
+    ax.set_ylabel("world y (m)")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
+    fig.colorbar(sc, ax=ax, label="time (s)", shrink=0.7)
+    ax.set_title(f"{result.attrs.get('take_name', '')}: root trajectory and cameras (top-down)")
+    return _save(fig, path)

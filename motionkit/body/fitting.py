@@ -1,0 +1,411 @@
+"""Multi-view SMPL-X sequence fitting (fitting.md section 4): one optimisation per take, body shape
+shared by the take, robust KB3 reprojection into every selected view, agreement with triangulated
+joints, temporal smoothness in physical units, pose L2 plus joint limits, and a shape prior.
+
+All frames of a window are optimised together on one device (float32); long takes are cut into
+overlapping windows with the shape fitted first on a subsample and then frozen.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import roma
+import torch
+
+from motionkit.body.model import BodyModel
+from motionkit.conventions import SMPLX_PARENTS, SMPLX_TO_COCO17, TAKE_FPS, TORSO_COCO17, TORSO_SMPLX
+from motionkit.geometry.fisheye import kb3_project_torch, theta_max_np
+
+FACE_KEYPOINTS = ("nose", "right_eye", "left_eye", "right_ear", "left_ear")
+# joint limits (SMPLify's angle prior): (SMPL-X joint, axis, min, max) on the local axis-angle
+JOINT_LIMITS = ((4, 0, 0.0, math.inf), (5, 0, 0.0, math.inf), (18, 1, -math.inf, 0.0), (19, 1, 0.0, math.inf))
+# COCO limbs used for the shape initialisation: (COCO a, COCO b, SMPL-X a, SMPL-X b)
+SHAPE_LIMBS = ((5, 7, 16, 18), (7, 9, 18, 20), (6, 8, 17, 19), (8, 10, 19, 21), (11, 13, 1, 4), (13, 15, 4, 7),
+               (12, 14, 2, 5), (14, 16, 5, 8), (5, 6, 16, 17), (11, 12, 1, 2), (5, 11, 16, 1), (6, 12, 17, 2))  # fmt: skip
+
+
+@dataclass
+class FitConfig:
+    """Weights and schedule (fitting.md 4.3-4.4); defaults tuned on synthetic takes."""
+
+    iters: tuple[int, int, int] = (100, 200, 150)  # stages A, B, C (Adam)
+    lr: float = 0.02
+    sigma_px: float = 100.0
+    w_rep: float = 1.0
+    w_3d: tuple[float, float] = (0.1, 0.01)  # stages A-B, C
+    w_smooth: float = 1e-5
+    w_orient_smooth: float = 1.0
+    w_pose: float = 1e-5
+    w_limits: float = 1.0
+    w_shape: float = 1e-5
+    sigma_3d_m: float = 0.1
+    window: int = 600
+    overlap: int = 40
+    max_gap_s: float = 0.5
+    device: str = "cpu"
+
+
+@dataclass
+class FitInputs:
+    """Everything the fit needs, on the fit grid of ``M`` frames at ``fps``.
+
+    ``keypoints (M, V, 17, 2)`` raw pixels and ``weights (M, V, 17)`` (confidence x association
+    confidence, 0 where unused); ``obs_frame (M,)`` the 30 fps frame each observation comes from;
+    ``tri (M, 17, 3)`` triangulated joints (NaN missing); camera ``params (V, 8)`` and
+    ``T_cam_world (V, 4, 4)``.
+    """
+
+    fps: float
+    keypoints: np.ndarray
+    weights: np.ndarray
+    obs_frame: np.ndarray
+    tri: np.ndarray
+    params: np.ndarray
+    T_cam_world: np.ndarray
+
+
+@dataclass
+class FitOutput:
+    betas: np.ndarray  # (10,)
+    global_orient: np.ndarray  # (M, 3) axis-angle, world z up
+    body_pose: np.ndarray  # (M, 21, 3)
+    transl: np.ndarray  # (M, 3)
+    joints: np.ndarray  # (M, 55 + K, 3)
+    reproj_px: np.ndarray  # (M, V) mean reprojection error of the used observations (NaN where none)
+    losses: dict = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------------------------------ losses
+def gmof(r2: torch.Tensor, sigma: float) -> torch.Tensor:
+    """Geman-McClure on squared residuals, divided by sigma^2: ``r2 / (sigma^2 + r2)``."""
+    return r2 / (sigma * sigma + r2)
+
+
+def reprojection_loss(joints_world, R_cw, t_cw, params, obs_px, weight, sigma, tmax):
+    """Robust reprojection of ``joints_world (M, J, 3)`` into ``V`` fisheye cameras against
+    ``obs_px (M, V, J, 2)`` with ``weight (M, V, J)``: ``sum w GMoF(|pi(X) - x|; sigma) / sigma^2 / sum w``.
+
+    One function on purpose: a fused CUDA kernel can replace it.
+    """
+    pc = torch.einsum("vij,mkj->mvki", R_cw, joints_world) + t_cw[None, :, None, :]
+    uv, valid = kb3_project_torch(pc, params[None, :, None, :], return_valid=True)
+    w = weight * valid
+    r2 = ((uv - obs_px) ** 2).sum(-1)
+    r2 = torch.where(w > 0, r2, torch.zeros_like(r2))
+    return (w * gmof(r2, sigma)).sum() / w.sum().clamp_min(1e-6)
+
+
+def limit_loss(body_pose_rotvec: torch.Tensor) -> torch.Tensor:
+    """Squared hinge on forbidden local rotations (``JOINT_LIMITS``), ``(M, 21, 3)`` axis-angle."""
+    loss = body_pose_rotvec.new_zeros(())
+    for j, axis, lo, hi in JOINT_LIMITS:
+        a = body_pose_rotvec[:, j - 1, axis]
+        if math.isfinite(lo):
+            loss = loss + torch.relu(lo - a).pow(2).mean()
+        if math.isfinite(hi):
+            loss = loss + torch.relu(a - hi).pow(2).mean()
+    return loss
+
+
+# ------------------------------------------------------------------------------------------------ initialisation
+def rotation_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Minimal rotation ``(..., 3, 3)`` taking directions ``a`` onto ``b`` (identity where undefined)."""
+    a = a / np.linalg.norm(a, axis=-1, keepdims=True)
+    b = b / np.linalg.norm(b, axis=-1, keepdims=True)
+    v = np.cross(a, b)
+    c = (a * b).sum(-1)
+    s = np.linalg.norm(v, axis=-1)
+    axis = v / np.maximum(s, 1e-12)[..., None]
+    ang = np.arctan2(s, c)
+    rv = axis * ang[..., None]
+    ok = np.isfinite(rv).all(-1) & (c > -1 + 1e-9)
+    rv = np.where(ok[..., None], rv, 0.0)
+    return roma.rotvec_to_rotmat(torch.as_tensor(rv)).numpy()
+
+
+def kabsch(src: np.ndarray, dst: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-frame rigid alignment ``dst ~ R src + t`` on masked points: ``src (K, 3)``, ``dst (M, K, 3)``."""
+    w = mask.astype(np.float64)[..., None]
+    n = np.maximum(w.sum(1, keepdims=True), 1)
+    d = np.nan_to_num(dst)
+    mu_s = (w * src[None]).sum(1, keepdims=True) / n
+    mu_d = (w * d).sum(1, keepdims=True) / n
+    H = np.einsum("mki,mkj->mij", w * (src[None] - mu_s), w * (d - mu_d))
+    U, _, Vt = np.linalg.svd(H)
+    D = np.ones((len(H), 3))
+    D[:, 2] = np.sign(np.linalg.det(np.einsum("mji,mkj->mik", Vt, U)))
+    R = np.einsum("mji,mj,mkj->mik", Vt, D, U)
+    t = mu_d[:, 0] - np.einsum("mij,mj->mi", R, mu_s[:, 0])
+    return R, t, mask.sum(1) >= 3
+
+
+def _interp_rotations(R: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Fill frames without a rotation by SLERP between the nearest valid ones (edges: hold)."""
+    from motionkit.geometry.rotations import matrix_to_quat_xyzw, quat_slerp, quat_xyzw_to_matrix
+
+    idx = np.flatnonzero(ok)
+    if len(idx) == 0:
+        return np.tile(np.eye(3), (len(R), 1, 1))
+    t = np.arange(len(R))
+    i1 = np.clip(np.searchsorted(idx, t), 1, max(len(idx) - 1, 1)) if len(idx) > 1 else np.zeros(len(R), int)
+    i0 = np.maximum(i1 - 1, 0)
+    a, b = idx[i0], idx[i1]
+    w = np.clip((t - a) / np.maximum(b - a, 1), 0, 1)
+    q = quat_slerp(matrix_to_quat_xyzw(R[a]), matrix_to_quat_xyzw(R[b]), w)
+    out = quat_xyzw_to_matrix(q)
+    out[ok] = R[ok]
+    return out
+
+
+def _interp_vectors(x: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    idx = np.flatnonzero(ok)
+    if len(idx) == 0:
+        return np.zeros_like(x)
+    t = np.arange(len(x))
+    return np.stack([np.interp(t, idx, x[idx, k]) for k in range(x.shape[1])], 1)
+
+
+def init_shape(body: BodyModel, tri: np.ndarray, iters: int = 200) -> np.ndarray:
+    """Betas whose limb lengths match the take's median triangulated limb lengths."""
+    target, pairs = [], []
+    for ca, cb, sa, sb in SHAPE_LIMBS:
+        d = np.linalg.norm(tri[:, ca] - tri[:, cb], axis=-1)
+        d = d[np.isfinite(d)]
+        if len(d) >= 5:
+            target.append(np.median(d))
+            pairs.append((sa, sb))
+    if len(pairs) < 4:
+        return np.zeros(10)
+    dt = body.J_template.dtype
+    tgt = torch.as_tensor(target, dtype=dt)
+    a = torch.as_tensor([p[0] for p in pairs])
+    b = torch.as_tensor([p[1] for p in pairs])
+    betas = torch.zeros(10, dtype=dt, requires_grad=True)
+    opt = torch.optim.Adam([betas], lr=0.05)
+    for _ in range(iters):
+        J = body.rest_joints(betas)
+        ln = (J[a] - J[b]).norm(dim=-1)
+        loss = ((ln - tgt) ** 2).mean() * 100 + 1e-3 * (betas**2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return betas.detach().cpu().numpy().astype(np.float64)
+
+
+def init_pose(body: BodyModel, betas: np.ndarray, tri: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Global orientation and translation by Kabsch on the torso, and swing-only limb rotations.
+
+    Returns ``(global_orient (M, 3, 3), body_pose (M, 21, 3, 3), transl (M, 3))``.
+    """
+    with torch.no_grad():
+        Jr = body.rest_joints(torch.as_tensor(betas, dtype=body.J_template.dtype)).double().cpu().numpy()
+    M = len(tri)
+    torso = tri[:, TORSO_COCO17]
+    mask = np.isfinite(torso).all(-1)
+    R, t, ok = kabsch(Jr[TORSO_SMPLX], torso, mask)
+    R = _interp_rotations(np.where(ok[:, None, None], R, np.eye(3)), ok)
+    t = _interp_vectors(np.where(ok[:, None], t, 0.0), ok)
+    transl = t + np.einsum("mij,j->mi", R, Jr[0]) - Jr[0]
+    pose = np.tile(np.eye(3), (M, 21, 1, 1))
+    G = {0: R}
+    for s_chain, c_chain in (((1, 4, 7), (11, 13, 15)), ((2, 5, 8), (12, 14, 16)), ((16, 18, 20), (5, 7, 9)),
+                             ((17, 19, 21), (6, 8, 10))):  # fmt: skip
+        for k in range(2):
+            j, child = s_chain[k], s_chain[k + 1]
+            parent = SMPLX_PARENTS[j]
+            Gp = G.get(parent)
+            if Gp is None:  # collars and spine stay at identity: their global rotation is the root's
+                Gp = R
+            target = tri[:, c_chain[k + 1]] - tri[:, c_chain[k]]
+            local_t = np.einsum("mji,mj->mi", Gp, target)
+            rest = np.broadcast_to(Jr[child] - Jr[j], local_t.shape)
+            Rl = rotation_between(rest, local_t)
+            good = np.isfinite(target).all(-1)
+            Rl[~good] = np.eye(3)
+            pose[:, j - 1] = Rl
+            G[j] = Gp @ Rl
+    return R, pose, transl
+
+
+# ------------------------------------------------------------------------------------------------ the fit
+def _obs_interp(fps: float, obs_frame: np.ndarray, M: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Observation time k/30 between fit grid frames: indices ``(m0, m1)`` and weight ``w``."""
+    pos = np.asarray(obs_frame, dtype=np.float64) / TAKE_FPS * fps
+    m0 = np.clip(np.floor(pos).astype(int), 0, M - 1)
+    m1 = np.clip(m0 + 1, 0, M - 1)
+    w = np.clip(pos - m0, 0, 1)
+    w = np.where(m1 == m0, 0.0, w)
+    return m0, m1, w
+
+
+def fit_sequence(body: BodyModel, inp: FitInputs, cfg: FitConfig | None = None, betas: np.ndarray | None = None,
+                 progress=None) -> FitOutput:  # fmt: skip
+    """Fit one SMPL-X sequence (one window) to multi-view keypoints; see the module docstring.
+
+    ``betas``: a fixed shape (long takes fit it once first); otherwise initialised from limb lengths
+    and optimised in stage C. ``progress``: optional callable(int) advanced once per iteration.
+    """
+    cfg = cfg or FitConfig()
+    dev = torch.device(cfg.device)
+    dt = torch.float32
+    M, V = inp.keypoints.shape[:2]
+    body = body.to(dev)
+    fixed_betas = betas is not None
+    b0 = init_shape(body, inp.tri) if betas is None else np.asarray(betas, dtype=np.float64)
+    R0, P0, T0 = init_pose(body, b0, inp.tri)
+
+    def T(x):
+        return torch.as_tensor(np.ascontiguousarray(x), dtype=dt, device=dev)
+
+    go = T(R0[..., :, :2]).clone().requires_grad_(True)  # 6D (first two columns) of the global orientation
+    pose = T(P0[..., :, :2]).clone().requires_grad_(True)
+    transl = T(T0).clone().requires_grad_(True)
+    betas_t = T(b0).clone().requires_grad_(not fixed_betas)
+    kp = T(np.nan_to_num(inp.keypoints))
+    wt = T(np.where(np.isfinite(inp.keypoints).all(-1), inp.weights, 0.0))
+    tri = T(np.nan_to_num(inp.tri))
+    tri_w = T(np.isfinite(inp.tri).all(-1).astype(np.float32))
+    Tcw = T(inp.T_cam_world)
+    params = T(inp.params)
+    tmax = theta_max_np(inp.params)
+    m0, m1, w = _obs_interp(inp.fps, inp.obs_frame, M)
+    m0, m1, wj = torch.as_tensor(m0, device=dev), torch.as_tensor(m1, device=dev), T(w)[:, None, None]
+    coco = torch.as_tensor(SMPLX_TO_COCO17, device=dev)
+    torso = torch.as_tensor(TORSO_COCO17, device=dev)
+    fps2 = inp.fps**2
+
+    def rot6(x):
+        return roma.special_gramschmidt(x)
+
+    def forward():
+        Rg = rot6(go)
+        Rp = rot6(pose)
+        J = body(betas_t.expand(M, 10), Rg, Rp, transl)
+        return J, Rg, Rp
+
+    def losses(stage: int):
+        J, Rg, Rp = forward()
+        Jc = J[:, coco]
+        out = {}
+        if stage >= 1:
+            Jo = (1 - wj) * Jc[m0] + wj * Jc[m1]  # model joints at each observation's exact time
+            out["rep"] = cfg.w_rep * reprojection_loss(
+                Jo, Tcw[:, :3, :3], Tcw[:, :3, 3], params, kp, wt, cfg.sigma_px, tmax
+            )
+        sel = slice(None) if stage >= 1 else torso
+        d2 = ((Jc[:, sel] - tri[:, sel]) ** 2).sum(-1)
+        w3 = cfg.w_3d[0] if stage < 2 else cfg.w_3d[1]
+        out["3d"] = w3 * (tri_w[:, sel] * gmof(d2, cfg.sigma_3d_m)).sum() / tri_w[:, sel].sum().clamp_min(1)
+        if M >= 3:
+            acc = (J[2:, :55] - 2 * J[1:-1, :55] + J[:-2, :55]) * fps2
+            out["smooth"] = cfg.w_smooth * (acc**2).sum(-1).mean()
+            out["orient"] = cfg.w_orient_smooth * ((go[1:] - go[:-1]) ** 2).sum((-1, -2)).mean()
+        if stage >= 1:
+            rv = roma.rotmat_to_rotvec(Rp)
+            out["pose"] = cfg.w_pose * (rv**2).sum((-1, -2)).mean()
+            out["limits"] = cfg.w_limits * limit_loss(rv)
+        if stage >= 2 and not fixed_betas:
+            out["shape"] = cfg.w_shape * (betas_t**2).sum()
+        return out
+
+    history = {}
+    stages = ((0, [go, transl]), (1, [go, transl, pose]), (2, [go, transl, pose] + ([] if fixed_betas else [betas_t])))
+    for (stage, vars_), n_it in zip(stages, cfg.iters, strict=True):
+        opt = torch.optim.Adam(vars_, lr=cfg.lr)
+        for _ in range(n_it):
+            terms = losses(stage)
+            loss = sum(terms.values())
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if progress is not None:
+                progress(1)
+        history[f"stage_{'ABC'[stage]}"] = {k: float(v.detach()) for k, v in terms.items()}
+
+    with torch.no_grad():
+        J, Rg, Rp = forward()
+        Jc = J[:, coco]
+        Jo = (1 - wj) * Jc[m0] + wj * Jc[m1]
+        pc = torch.einsum("vij,mkj->mvki", Tcw[:, :3, :3], Jo) + Tcw[None, :, None, :3, 3]
+        uv = kb3_project_torch(pc, params[None, :, None, :])
+        e = ((uv - kp) ** 2).sum(-1).sqrt()
+        used = wt > 0
+        reproj = torch.where(used.any(-1), (torch.where(used, e, 0).sum(-1) / used.sum(-1).clamp_min(1)), float("nan"))
+    return FitOutput(
+        betas=betas_t.detach().cpu().double().numpy(),
+        global_orient=roma.rotmat_to_rotvec(Rg).cpu().double().numpy(),
+        body_pose=roma.rotmat_to_rotvec(Rp).cpu().double().numpy(),
+        transl=transl.detach().cpu().double().numpy(),
+        joints=J.cpu().double().numpy(),
+        reproj_px=reproj.cpu().double().numpy(),
+        losses=history,
+    )
+
+
+def eye_midpoint(joints: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
+    """Midpoint of the vertex eyes ``(M, 3)`` from a BodyModel output with those keypoints."""
+    return 0.5 * (joints[:, 55 + names.index("left_eye")] + joints[:, 55 + names.index("right_eye")])
+
+
+def _slice_inputs(inp: FitInputs, sl: slice, step: int = 1) -> FitInputs:
+    idx = np.arange(len(inp.keypoints))[sl][::step]
+    return FitInputs(inp.fps / step, inp.keypoints[idx], inp.weights[idx], inp.obs_frame[idx] if step == 1 else
+                     (idx * TAKE_FPS / inp.fps).round().astype(int), inp.tri[idx], inp.params, inp.T_cam_world)  # fmt: skip
+
+
+def fit_take(body: BodyModel, inp: FitInputs, cfg: FitConfig | None = None, progress=None) -> FitOutput:
+    """Fit a whole take: one window, or (longer than ``cfg.window`` frames) the shape first on every
+    10th frame, then overlapping windows with that shape frozen, cross-faded in the overlaps
+    (linear for translation and joints, SLERP for rotations)."""
+    from motionkit.geometry.rotations import matrix_to_quat_xyzw, matrix_to_rotvec, quat_slerp, quat_xyzw_to_matrix
+    from motionkit.geometry.rotations import rotvec_to_matrix as r2m
+
+    cfg = cfg or FitConfig()
+    M = len(inp.keypoints)
+    if M <= cfg.window:
+        return fit_sequence(body, inp, cfg, progress=progress)
+    sub = _slice_inputs(inp, slice(None), 10)
+    sub.obs_frame = (np.arange(0, M, 10) * TAKE_FPS / inp.fps).round().astype(int)
+    betas = fit_sequence(body, sub, cfg).betas
+    starts = list(range(0, M - cfg.overlap, cfg.window - cfg.overlap))
+    parts = []
+    for s in starts:
+        e = min(s + cfg.window, M)
+        win = _slice_inputs(inp, slice(s, e))
+        win.obs_frame = inp.obs_frame[s:e] - int(round(s * TAKE_FPS / inp.fps))
+        parts.append((s, e, fit_sequence(body, win, cfg, betas=betas, progress=progress)))
+        if e == M:
+            break
+    K = parts[0][2].joints.shape[1]
+    V = inp.keypoints.shape[1]
+    go = np.zeros((M, 3))
+    bp = np.zeros((M, 21, 3))
+    tr = np.zeros((M, 3))
+    J = np.zeros((M, K, 3))
+    rep = np.full((M, V), np.nan)
+    for k, (s, e, out) in enumerate(parts):
+        n = e - s
+        wgt = np.ones(n)
+        if k > 0:  # blend into the previous window over the overlap
+            ov = min(cfg.overlap, n)
+            ramp = (np.arange(ov) + 0.5) / ov
+            a = slice(s, s + ov)
+            for arr, new in ((tr, out.transl), (J, out.joints)):
+                arr[a] = (1 - ramp.reshape(-1, *[1] * (arr.ndim - 1))) * arr[a] + ramp.reshape(
+                    -1, *[1] * (arr.ndim - 1)
+                ) * new[:ov]
+            for arr, new in ((go, out.global_orient), (bp, out.body_pose)):
+                q0 = matrix_to_quat_xyzw(r2m(arr[a]))
+                q1 = matrix_to_quat_xyzw(r2m(new[:ov]))
+                ww = np.broadcast_to(ramp.reshape(-1, *[1] * (q0.ndim - 2)), q0.shape[:-1])
+                arr[a] = matrix_to_rotvec(quat_xyzw_to_matrix(quat_slerp(q0, q1, ww)))
+            rep[a] = out.reproj_px[:ov]
+            wgt[:ov] = 0
+        keep = slice(s + (n - int(wgt.sum())), e)
+        src = slice(n - int(wgt.sum()), n)
+        go[keep], bp[keep], tr[keep], J[keep], rep[keep] = (out.global_orient[src], out.body_pose[src], out.transl[src],
+                                                             out.joints[src], out.reproj_px[src])  # fmt: skip
+    return FitOutput(betas, go, bp, tr, J, rep, {"windows": len(parts), **parts[-1][2].losses})
