@@ -35,14 +35,17 @@ def main(duration: float = 600.0) -> None:
     a = select_wearer(obs, take.rig, frames, anchor.position, anchor.valid)
     t_sel = time.perf_counter() - t0
     cf = len(frames) * len(take.rig)
-    print(f"# wearer selection, {duration / 60:.0f}-minute take, {len(take.rig)} cameras, {len(frames):,} frames at 20 fps "
-          f"({platform.machine()}, {os.cpu_count()} cores); {len(obs):,} cached detections")  # fmt: skip
+    minutes = duration / 60
+    head = f"# wearer selection, {minutes:.0f}-minute take, {len(take.rig)} cameras, {len(frames):,} frames at 20 fps"
+    print(f"{head} ({platform.machine()}, {os.cpu_count()} cores); {len(obs):,} cached detections")
     print(f"| {'step':<40} | {'seconds':>8} | {'camera-frames/s':>16} |")
     print(f"|{'-' * 42}|{'-' * 10}|{'-' * 18}|")
     print(f"| {'load cache + Aria anchors':<40} | {t_load:8.2f} | {'':>16} |")
     print(f"| {'select_wearer (SOMA rule + tracking)':<40} | {t_sel:8.2f} | {cf / t_sel:16,.0f} |")
-    print(f"total {t_load + t_sel:.2f} s (target < 10 s); selected in {np.mean(a.selected):.1%} of camera-frames; "
-          f"(generating the take took {t_gen:.0f} s, not counted)")  # fmt: skip
+    print(
+        f"total {t_load + t_sel:.2f} s (target < 10 s); selected in {np.mean(a.selected):.1%} of camera-frames; "
+        f"(generating the take took {t_gen:.0f} s, not counted)"
+    )
 
 
 if __name__ == "__main__":

@@ -47,8 +47,11 @@ def main(n=1_000_000, n_loop=20_000):
     print(f"# PA-MPJPE, {n:,} frames x 17 joints ({platform.machine()}, {os.cpu_count()} cores)")
     print(f"| {'method':<44} | {'frames/s':>12} | {'s per 1M':>9} |")
     print(f"|{'-' * 46}|{'-' * 14}|{'-' * 11}|")
-    for name, t in (("pa_mpjpe (numba, Horn quaternion)", t_fast), ("pa_mpjpe (numpy batched SVD reference)", t_np),
-                    (f"per-frame SVD loop (timed on {n_loop:,} frames)", t_loop)):  # fmt: skip
+    for name, t in (
+        ("pa_mpjpe (numba, Horn quaternion)", t_fast),
+        ("pa_mpjpe (numpy batched SVD reference)", t_np),
+        (f"per-frame SVD loop (timed on {n_loop:,} frames)", t_loop),
+    ):
         print(f"| {name:<44} | {n / t:12,.0f} | {t:9.2f} |")
     print(f"speed-up vs the per-frame loop: {t_loop / t_fast:.0f}x (target >= 50x); max difference {diff:.1e} mm")
 

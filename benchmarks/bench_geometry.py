@@ -127,8 +127,10 @@ def main():
     print(f"|{'-' * 42}|{'-' * 16}|{'-' * 10}|")
     for name, rate, sec in rows:
         print(f"| {name:<40} | {rate:14,.0f} | {sec:8.3f} |")
-    print(f"speed-up vs OpenCV: {rows[0][1] / rows[2][1]:.1f}x; max difference vs OpenCV {dpx:.2e} px; "
-          f"numba vs numpy {dref:.1e}")  # fmt: skip
+    print(
+        f"speed-up vs OpenCV: {rows[0][1] / rows[2][1]:.1f}x; max difference vs OpenCV {dpx:.2e} px; "
+        f"numba vs numpy {dref:.1e}"
+    )
     rows, ratio = bench_triangulation()
     print("\n## Triangulation, 4 views, 17 joints, 4 px noise, 10 % outliers (>= 80 px)")
     print(f"| {'method':<42} | {'joints/s':>12} | {'median error mm':>15} |")

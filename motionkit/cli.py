@@ -204,9 +204,12 @@ def fit(
     )
     click.echo("time per stage: " + ", ".join(f"{k} {v:.2f} s" for k, v in s["seconds_per_stage"].items()))
     if s["coverage"] is not None:
-        click.echo(f"coverage: {100 * s['coverage']:.1f} % of frames fitted; reprojection {s['reprojection_px']:.1f} px (median)")
+        cov, rep = 100 * s["coverage"], s["reprojection_px"]
+        click.echo(f"coverage: {cov:.1f} % of frames fitted; reprojection {rep:.1f} px (median)")
     if s["pa_mpjpe_mm"] is not None:
-        click.echo(f"vs annotations: PA-MPJPE {s['pa_mpjpe_mm']:.1f} mm, MPJPE {s['mpjpe_world_mm']:.1f} mm (uncorrected)")
+        click.echo(
+            f"vs annotations: PA-MPJPE {s['pa_mpjpe_mm']:.1f} mm, MPJPE {s['mpjpe_world_mm']:.1f} mm (uncorrected)"
+        )
     for p in s["plots"]:
         click.echo(f"plot: {p}")
     if bm.get("synthetic"):

@@ -170,8 +170,12 @@ def stage_detect(ctx: StageContext) -> None:
         obs = run_rfdetr(ctx, frames, path)
     ctx.obs = obs
     in_frames = np.isin(obs.frame_index, frames)
-    count = np.array([int((in_frames & (obs.camera == obs.camera_names.index(n))).sum()) if n in obs.camera_names else 0
-                      for n in rig.names])  # fmt: skip
+    count = np.array(
+        [
+            int((in_frames & (obs.camera == obs.camera_names.index(n))).sum()) if n in obs.camera_names else 0
+            for n in rig.names
+        ]
+    )
     ctx.result.put("detections", {"count": count}, source=src, path=str(path), camera_names=json.dumps(rig.names))
     ctx.info["detect"] = f"{src}: {int(count.sum())} person detections on {len(frames)} frames x {len(rig)} cameras"
 
@@ -183,8 +187,16 @@ def run_rfdetr(ctx: StageContext, frames: np.ndarray, path: Path):
     from motionkit.detect.rfdetr_backend import RFDETRDetector, RFDETRKeypoints
 
     cfg = ctx.config
-    key = json.dumps([cfg.detector_variant, cfg.detector_weights, cfg.keypoint_weights, cfg.detector_threshold,
-                      cfg.downscaled_video, frames.tolist()])  # fmt: skip
+    key = json.dumps(
+        [
+            cfg.detector_variant,
+            cfg.detector_weights,
+            cfg.keypoint_weights,
+            cfg.detector_threshold,
+            cfg.downscaled_video,
+            frames.tolist(),
+        ]
+    )
     if path.is_file():
         cached = read_observations(path)
         if cached.attrs.get("run_key") == key:
@@ -250,12 +262,23 @@ def stage_triangulate(ctx: StageContext) -> None:
     sel = r["association/det_index"] >= 0
     conf = np.where(sel[..., None] & kept[None, :, None], r["association/confidence"], 0.0)
     tri = triangulate(r["association/keypoints"], conf, rig)
-    r.put("triangulation", {"points": tri.points, "status": tri.status, "n_views": tri.n_views, "inlier": tri.inlier,
-                            "residual_px": tri.residual_px, "camera_kept": kept},
-          pruned=json.dumps({} if prune is None else prune.dropped))  # fmt: skip
+    r.put(
+        "triangulation",
+        {
+            "points": tri.points,
+            "status": tri.status,
+            "n_views": tri.n_views,
+            "inlier": tri.inlier,
+            "residual_px": tri.residual_px,
+            "camera_kept": kept,
+        },
+        pruned=json.dumps({} if prune is None else prune.dropped),
+    )
     ok = tri.status == 0
-    ctx.info["triangulate"] = (f"{ok.mean():.1%} of joints triangulated; pruned: "
-                               f"{', '.join(prune.dropped) if prune and prune.dropped else 'none'}")  # fmt: skip
+    ctx.info["triangulate"] = (
+        f"{ok.mean():.1%} of joints triangulated; pruned: "
+        f"{', '.join(prune.dropped) if prune and prune.dropped else 'none'}"
+    )
 
 
 def _valid_frames(n_views: np.ndarray, fps: float, max_gap_s: float) -> np.ndarray:
@@ -290,8 +313,15 @@ def stage_fit(ctx: StageContext) -> None:
     # observations that triangulation rejected (outliers, swapped labels) do not pull the fit
     w = np.where(tri_ok[:, None, :] & ~r["triangulation/inlier"].astype(bool), 0.0, w)
     rig = take.rig
-    inp = FitInputs(fps, r["association/keypoints"], w, r["grid/frame_index"], r["triangulation/points"], rig.params,
-                    rig.T_cam_world)  # fmt: skip
+    inp = FitInputs(
+        fps,
+        r["association/keypoints"],
+        w,
+        r["grid/frame_index"],
+        r["triangulation/points"],
+        rig.params,
+        rig.T_cam_world,
+    )
     bcfg = BodyFitConfig(device=ctx.config.device)
     body = BodyModel.load(ctx.config.body_model, vertex_keypoints=FACE_KEYPOINTS)
     total = sum(bcfg.iters) * max(1, int(np.ceil(len(inp.keypoints) / (bcfg.window - bcfg.overlap))))
@@ -309,16 +339,26 @@ def stage_fit(ctx: StageContext) -> None:
     J = out.joints.copy()
     J[~valid] = np.nan
     nanv = np.where(valid[:, None], 1.0, np.nan)
-    r.put("smplx", {"global_orient": out.global_orient * nanv, "body_pose": out.body_pose.reshape(M, 63) * nanv,
-                    "betas": out.betas, "transl": out.transl * nanv}, body_model=json.dumps(body.identity))  # fmt: skip
+    r.put(
+        "smplx",
+        {
+            "global_orient": out.global_orient * nanv,
+            "body_pose": out.body_pose.reshape(M, 63) * nanv,
+            "betas": out.betas,
+            "transl": out.transl * nanv,
+        },
+        body_model=json.dumps(body.identity),
+    )
     r.put("joints", {"coco17": J[:, SMPLX_TO_COCO17], "smplx": J[:, :55]})
     r.arrays["time_s"] = r["grid/time_s"]
     r.arrays["valid"] = valid
     r.put("flags", quality_flags(out.joints, valid, n_views, fps, r["aria/position"], FACE_KEYPOINTS))
     per_view = np.nanmean(np.where(valid[:, None], out.reproj_px, np.nan), axis=0)
     r.put("reprojection", {"px": out.reproj_px, "per_view_px": per_view}, losses=json.dumps(out.losses))
-    ctx.info["fit"] = (f"{valid.mean():.1%} of frames valid; reprojection {np.nanmedian(out.reproj_px):.1f} px "
-                       f"(median); betas {np.round(out.betas[:3], 2).tolist()}...")  # fmt: skip
+    ctx.info["fit"] = (
+        f"{valid.mean():.1%} of frames valid; reprojection {np.nanmedian(out.reproj_px):.1f} px "
+        f"(median); betas {np.round(out.betas[:3], 2).tolist()}..."
+    )
 
 
 def quality_flags(joints, valid, n_views, fps, cpf, names) -> dict[str, np.ndarray]:
@@ -339,16 +379,21 @@ def quality_flags(joints, valid, n_views, fps, cpf, names) -> dict[str, np.ndarr
         acc[1:-1] = a
     eyes = eye_midpoint(joints, tuple(names))
     eye_far = np.linalg.norm(eyes - cpf, axis=-1) > 0.30
-    return {"FEW_CAMS": n_views < 2, "FAST_JOINT": valid & (vel > 5.0), "HIGH_ACCEL": valid & (acc > 40.0),
-            "EYE_ARIA_FAR": valid & np.nan_to_num(eye_far, nan=False).astype(bool)}  # fmt: skip
+    return {
+        "FEW_CAMS": n_views < 2,
+        "FAST_JOINT": valid & (vel > 5.0),
+        "HIGH_ACCEL": valid & (acc > 40.0),
+        "EYE_ARIA_FAR": valid & np.nan_to_num(eye_far, nan=False).astype(bool),
+    }
 
 
 def stage_motion(ctx: StageContext) -> None:
     from motionkit.motion.derive import derive_motion
 
     r = ctx.result
-    d = derive_motion(r["joints/smplx"], r["smplx/global_orient"], r["valid"].astype(bool), ctx.config.fps,
-                      motion_id=ctx.take.uid)  # fmt: skip
+    d = derive_motion(
+        r["joints/smplx"], r["smplx/global_orient"], r["valid"].astype(bool), ctx.config.fps, motion_id=ctx.take.uid
+    )
     for g, arrays in d.to_result_arrays(len(r["valid"])).items():
         r.put(g, arrays)
     n_ev = sum(1 for es in d.events for e in es.events if e.qa_eligible)
@@ -373,13 +418,25 @@ def stage_evaluate(ctx: StageContext) -> None:
     m = match_to_annotation(fit, ann.frames, ann.joints3d, ann.num_views, cfg, ctx.config.fps)
     sc = score_take(ctx.take.uid, m, cfg, None, cov)
     row = sc.row()
-    r.put("eval", {"pa_mpjpe_mm": row["pa_mpjpe"] if row["pa_mpjpe"] is not None else np.nan,
-                   "mpjpe_world_mm": row["mpjpe_world"] if row["mpjpe_world"] is not None else np.nan,
-                   "frames_scored": row["frames_scored"], "coverage_video_time": row["coverage_video_time"],
-                   "per_joint_mm": sc.per_joint}, annotated=True)  # fmt: skip
-    ctx.info["evaluate"] = (f"PA-MPJPE {row['pa_mpjpe']:.1f} mm, MPJPE {row['mpjpe_world']:.1f} mm on "
-                            f"{row['frames_scored']} annotated frames (uncorrected)") if row["pa_mpjpe"] is not None else \
-        "annotations present but no frame could be scored"  # fmt: skip
+    r.put(
+        "eval",
+        {
+            "pa_mpjpe_mm": row["pa_mpjpe"] if row["pa_mpjpe"] is not None else np.nan,
+            "mpjpe_world_mm": row["mpjpe_world"] if row["mpjpe_world"] is not None else np.nan,
+            "frames_scored": row["frames_scored"],
+            "coverage_video_time": row["coverage_video_time"],
+            "per_joint_mm": sc.per_joint,
+        },
+        annotated=True,
+    )
+    ctx.info["evaluate"] = (
+        (
+            f"PA-MPJPE {row['pa_mpjpe']:.1f} mm, MPJPE {row['mpjpe_world']:.1f} mm on "
+            f"{row['frames_scored']} annotated frames (uncorrected)"
+        )
+        if row["pa_mpjpe"] is not None
+        else "annotations present but no frame could be scored"
+    )
 
 
 STAGES: dict[str, tuple[Callable[[StageContext], None], tuple[str, ...]]] = {
@@ -508,6 +565,8 @@ def run_fit(
     if "fit" in done and plot:
         from motionkit.viz import plot_fit_views, plot_topdown
 
-        plots = [str(plot_fit_views(result, path.with_suffix(".views.png"))),
-                 str(plot_topdown(result, path.with_suffix(".topdown.png")))]  # fmt: skip
+        plots = [
+            str(plot_fit_views(result, path.with_suffix(".views.png"))),
+            str(plot_topdown(result, path.with_suffix(".topdown.png"))),
+        ]
     return FitOutcome(path, result, timings, ctx.info, reused, plots)

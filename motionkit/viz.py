@@ -124,8 +124,14 @@ def plot_fit_views(result, path: str | Path, n_frames: int = 3) -> Path:
     from motionkit.geometry.camera import Camera, CameraRig
 
     names = json.loads(result.group_attrs["cameras"]["names"])
-    rig = CameraRig([Camera(n, int(s[0]), int(s[1]), p, T) for n, s, p, T in
-                     zip(names, result["cameras/size"], result["cameras/params"], result["cameras/T_world_cam"], strict=True)])  # fmt: skip
+    rig = CameraRig(
+        [
+            Camera(n, int(s[0]), int(s[1]), p, T)
+            for n, s, p, T in zip(
+                names, result["cameras/size"], result["cameras/params"], result["cameras/T_world_cam"], strict=True
+            )
+        ]
+    )
     valid = np.flatnonzero(result["valid"])
     if len(valid) == 0:
         return empty_plot(path, "no valid frame")
@@ -166,8 +172,9 @@ def plot_topdown(result, path: str | Path) -> Path:
     sc = ax.scatter(pel[ok, 0], pel[ok, 1], c=result["time_s"][ok], s=4, cmap="viridis", label="pelvis (fit)")
     cpf = result["aria/position"]
     ax.plot(cpf[:, 0], cpf[:, 1], "-", color="tab:red", lw=0.8, alpha=0.6, label="Aria head anchor")
-    for T, name in zip(result["cameras/T_world_cam"], __import__("json").loads(result.group_attrs["cameras"]["names"]),
-                       strict=True):  # fmt: skip
+    for T, name in zip(
+        result["cameras/T_world_cam"], __import__("json").loads(result.group_attrs["cameras"]["names"]), strict=True
+    ):
         c, z = T[:3, 3], T[:3, 2]
         ax.plot(c[0], c[1], "k^", ms=8)
         ax.arrow(c[0], c[1], 0.6 * z[0], 0.6 * z[1], head_width=0.12, color="k")

@@ -23,8 +23,20 @@ FACE_KEYPOINTS = ("nose", "right_eye", "left_eye", "right_ear", "left_ear")
 # joint limits (SMPLify's angle prior): (SMPL-X joint, axis, min, max) on the local axis-angle
 JOINT_LIMITS = ((4, 0, 0.0, math.inf), (5, 0, 0.0, math.inf), (18, 1, -math.inf, 0.0), (19, 1, 0.0, math.inf))
 # COCO limbs used for the shape initialisation: (COCO a, COCO b, SMPL-X a, SMPL-X b)
-SHAPE_LIMBS = ((5, 7, 16, 18), (7, 9, 18, 20), (6, 8, 17, 19), (8, 10, 19, 21), (11, 13, 1, 4), (13, 15, 4, 7),
-               (12, 14, 2, 5), (14, 16, 5, 8), (5, 6, 16, 17), (11, 12, 1, 2), (5, 11, 16, 1), (6, 12, 17, 2))  # fmt: skip
+SHAPE_LIMBS = (
+    (5, 7, 16, 18),
+    (7, 9, 18, 20),
+    (6, 8, 17, 19),
+    (8, 10, 19, 21),
+    (11, 13, 1, 4),
+    (13, 15, 4, 7),
+    (12, 14, 2, 5),
+    (14, 16, 5, 8),
+    (5, 6, 16, 17),
+    (11, 12, 1, 2),
+    (5, 11, 16, 1),
+    (6, 12, 17, 2),
+)
 
 
 @dataclass
@@ -211,8 +223,12 @@ def init_pose(body: BodyModel, betas: np.ndarray, tri: np.ndarray) -> tuple[np.n
     transl = t + np.einsum("mij,j->mi", R, Jr[0]) - Jr[0]
     pose = np.tile(np.eye(3), (M, 21, 1, 1))
     G = {0: R}
-    for s_chain, c_chain in (((1, 4, 7), (11, 13, 15)), ((2, 5, 8), (12, 14, 16)), ((16, 18, 20), (5, 7, 9)),
-                             ((17, 19, 21), (6, 8, 10))):  # fmt: skip
+    for s_chain, c_chain in (
+        ((1, 4, 7), (11, 13, 15)),
+        ((2, 5, 8), (12, 14, 16)),
+        ((16, 18, 20), (5, 7, 9)),
+        ((17, 19, 21), (6, 8, 10)),
+    ):
         for k in range(2):
             j, child = s_chain[k], s_chain[k + 1]
             parent = SMPLX_PARENTS[j]
@@ -241,8 +257,9 @@ def _obs_interp(fps: float, obs_frame: np.ndarray, M: int) -> tuple[np.ndarray, 
     return m0, m1, w
 
 
-def fit_sequence(body: BodyModel, inp: FitInputs, cfg: FitConfig | None = None, betas: np.ndarray | None = None,
-                 progress=None) -> FitOutput:  # fmt: skip
+def fit_sequence(
+    body: BodyModel, inp: FitInputs, cfg: FitConfig | None = None, betas: np.ndarray | None = None, progress=None
+) -> FitOutput:
     """Fit one SMPL-X sequence (one window) to multi-view keypoints; see the module docstring.
 
     ``betas``: a fixed shape (long takes fit it once first); otherwise initialised from limb lengths
@@ -352,8 +369,15 @@ def eye_midpoint(joints: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
 
 def _slice_inputs(inp: FitInputs, sl: slice, step: int = 1) -> FitInputs:
     idx = np.arange(len(inp.keypoints))[sl][::step]
-    return FitInputs(inp.fps / step, inp.keypoints[idx], inp.weights[idx], inp.obs_frame[idx] if step == 1 else
-                     (idx * TAKE_FPS / inp.fps).round().astype(int), inp.tri[idx], inp.params, inp.T_cam_world)  # fmt: skip
+    return FitInputs(
+        inp.fps / step,
+        inp.keypoints[idx],
+        inp.weights[idx],
+        inp.obs_frame[idx] if step == 1 else (idx * TAKE_FPS / inp.fps).round().astype(int),
+        inp.tri[idx],
+        inp.params,
+        inp.T_cam_world,
+    )
 
 
 def fit_take(body: BodyModel, inp: FitInputs, cfg: FitConfig | None = None, progress=None) -> FitOutput:
@@ -406,6 +430,11 @@ def fit_take(body: BodyModel, inp: FitInputs, cfg: FitConfig | None = None, prog
             wgt[:ov] = 0
         keep = slice(s + (n - int(wgt.sum())), e)
         src = slice(n - int(wgt.sum()), n)
-        go[keep], bp[keep], tr[keep], J[keep], rep[keep] = (out.global_orient[src], out.body_pose[src], out.transl[src],
-                                                             out.joints[src], out.reproj_px[src])  # fmt: skip
+        go[keep], bp[keep], tr[keep], J[keep], rep[keep] = (
+            out.global_orient[src],
+            out.body_pose[src],
+            out.transl[src],
+            out.joints[src],
+            out.reproj_px[src],
+        )
     return FitOutput(betas, go, bp, tr, J, rep, {"windows": len(parts), **parts[-1][2].losses})

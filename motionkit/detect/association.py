@@ -73,9 +73,25 @@ class Association:
         return self.det_index >= 0
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        return {k: getattr(self, k) for k in ("frame_index", "box", "score", "keypoints", "confidence", "reason",
-                                              "det_index", "head_to_anchor_px", "assoc_conf", "n_person_dets",
-                                              "anchor_px", "anchor_valid", "tau_px", "flags")}  # fmt: skip
+        return {
+            k: getattr(self, k)
+            for k in (
+                "frame_index",
+                "box",
+                "score",
+                "keypoints",
+                "confidence",
+                "reason",
+                "det_index",
+                "head_to_anchor_px",
+                "assoc_conf",
+                "n_person_dets",
+                "anchor_px",
+                "anchor_valid",
+                "tau_px",
+                "flags",
+            )
+        }
 
 
 def head_points(box: np.ndarray, kp: np.ndarray, conf: np.ndarray, conf_min: float = 0.3) -> np.ndarray:
@@ -117,8 +133,9 @@ def project_anchor(rig: CameraRig, anchor_pos: np.ndarray, anchor_ok: np.ndarray
     return np.where(valid[..., None], a_uv, np.nan), valid, np.where(ok[:, :, 1], height, np.nan)
 
 
-def ground_offsets(rig: CameraRig, boxes: np.ndarray, cam: np.ndarray, anchor: np.ndarray, delta: np.ndarray,
-                   cfg: AssociationConfig) -> tuple[np.ndarray, float]:  # fmt: skip
+def ground_offsets(
+    rig: CameraRig, boxes: np.ndarray, cam: np.ndarray, anchor: np.ndarray, delta: np.ndarray, cfg: AssociationConfig
+) -> tuple[np.ndarray, float]:
     """How much closer to the camera (m, horizontally, >= 0) each detection stands (box bottom centre
     on the floor) than its frame's head anchor, and the floor height used.
 
@@ -199,8 +216,9 @@ def select_wearer(
     ndet = np.zeros((F, V), dtype=np.int32)
     flags = np.zeros((F, V), dtype=np.int32)
     tau = np.full(V, cfg.tau_max_px)
-    anchor_reason = np.where(np.asarray(anchor_reason if anchor_reason is not None else [""] * F) == "",
-                             "NO_ARIA_POSE", anchor_reason)  # fmt: skip
+    anchor_reason = np.where(
+        np.asarray(anchor_reason if anchor_reason is not None else [""] * F) == "", "NO_ARIA_POSE", anchor_reason
+    )
 
     starts = np.searchsorted(vi * (F + 1) + fi, np.arange(V)[:, None] * (F + 1) + np.arange(F + 1)[None, :])
     for v in range(V):
@@ -292,8 +310,24 @@ def select_wearer(
                 conf *= 0.5
             aconf[f, v] = conf
             state = obs.box[idx[chosen]].copy()
-    return Association(np.asarray(frames), rig.names, out_box, out_score, out_kp, out_conf, reason.astype(str), det,
-                       d_out, aconf, ndet, a_uv, a_valid, tau, flags, floor_z)  # fmt: skip
+    return Association(
+        np.asarray(frames),
+        rig.names,
+        out_box,
+        out_score,
+        out_kp,
+        out_conf,
+        reason.astype(str),
+        det,
+        d_out,
+        aconf,
+        ndet,
+        a_uv,
+        a_valid,
+        tau,
+        flags,
+        floor_z,
+    )
 
 
 def _put(f, v, chosen, idx, obs, out_box, out_score, out_kp, out_conf, det) -> None:

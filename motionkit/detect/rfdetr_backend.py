@@ -16,8 +16,13 @@ import numpy as np
 from motionkit.data.errors import DataError
 
 VARIANTS = {"nano": "RFDETRNano", "small": "RFDETRSmall", "medium": "RFDETRMedium", "large": "RFDETRLarge"}
-DEFAULT_FILES = {"nano": "rf-detr-nano.pth", "small": "rf-detr-small.pth", "medium": "rf-detr-medium.pth",
-                 "large": "rf-detr-large.pth", "keypoints": "rf-detr-keypoint-preview.pth"}  # fmt: skip
+DEFAULT_FILES = {
+    "nano": "rf-detr-nano.pth",
+    "small": "rf-detr-small.pth",
+    "medium": "rf-detr-medium.pth",
+    "large": "rf-detr-large.pth",
+    "keypoints": "rf-detr-keypoint-preview.pth",
+}
 COCO_PERSON = 1  # raw COCO category id used by COCO checkpoints
 
 
@@ -31,8 +36,11 @@ def resolve_weights(weights: str | os.PathLike | None, kind: str) -> Path:
     if not p.is_absolute() and not p.exists():
         p = cache_dir() / p
     if not p.is_file():
-        raise DataError(p, f"RF-DETR {kind} checkpoint not found; download it yourself and pass --detector-weights "
-                           f"(motionkit never downloads weights)")  # fmt: skip
+        raise DataError(
+            p,
+            f"RF-DETR {kind} checkpoint not found; download it yourself and pass --detector-weights "
+            f"(motionkit never downloads weights)",
+        )
     return p.resolve()
 
 

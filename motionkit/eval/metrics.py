@@ -177,8 +177,17 @@ def _pa_kernel(p, g, min_joints, out):  # pragma: no cover - compiled
         R10, R11, R12 = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
         R20, R21, R22 = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
         # scale = sum (R p).g / sum |p|^2 = trace(R^T S^T ...) computed directly
-        num = (R00 * S[0, 0] + R01 * S[1, 0] + R02 * S[2, 0] + R10 * S[0, 1] + R11 * S[1, 1] + R12 * S[2, 1]
-               + R20 * S[0, 2] + R21 * S[1, 2] + R22 * S[2, 2])  # fmt: skip
+        num = (
+            R00 * S[0, 0]
+            + R01 * S[1, 0]
+            + R02 * S[2, 0]
+            + R10 * S[0, 1]
+            + R11 * S[1, 1]
+            + R12 * S[2, 1]
+            + R20 * S[0, 2]
+            + R21 * S[1, 2]
+            + R22 * S[2, 2]
+        )
         s = num / var if var > 0 else 0.0
         tot = 0.0
         for j in range(J):

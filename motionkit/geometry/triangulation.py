@@ -266,8 +266,12 @@ def _build_kernel():
         c12 = a01 * a02 - a00 * a12
         c22 = a00 * a11 - a01 * a01
         inv = 1.0 / det
-        return (True, (c00 * b0 + c01 * b1 + c02 * b2) * inv, (c01 * b0 + c11 * b1 + c12 * b2) * inv,
-                (c02 * b0 + c12 * b1 + c22 * b2) * inv)  # fmt: skip
+        return (
+            True,
+            (c00 * b0 + c01 * b1 + c02 * b2) * inv,
+            (c01 * b0 + c11 * b1 + c12 * b2) * inv,
+            (c02 * b0 + c12 * b1 + c22 * b2) * inv,
+        )
 
     @numba.njit(cache=True)
     def solve(C, d, w, mask):  # pragma: no cover - compiled
@@ -323,8 +327,11 @@ def _build_kernel():
                             continue
                         bad = False
                         for v in (a, b):
-                            dep = (dirs[n, v, 0] * (X0 - C[v, 0]) + dirs[n, v, 1] * (X1 - C[v, 1])
-                                   + dirs[n, v, 2] * (X2 - C[v, 2]))  # fmt: skip
+                            dep = (
+                                dirs[n, v, 0] * (X0 - C[v, 0])
+                                + dirs[n, v, 1] * (X1 - C[v, 1])
+                                + dirs[n, v, 2] * (X2 - C[v, 2])
+                            )
                             if not dep > 0:
                                 bad = True
                         if bad:
@@ -393,10 +400,22 @@ def _triangulate_numba(px, w, rig: CameraRig, cfg: TriangulationConfig):
     err = np.empty((N, V))
     dirs = np.empty((N, V, 3))
     _kernel(
-        np.ascontiguousarray(px, dtype=np.float64), np.ascontiguousarray(w), rig.centers,
-        np.ascontiguousarray(T[:, :3, :3]), np.ascontiguousarray(T[:, :3, 3]), rig.params, theta_max_np(rig.params),
-        cfg.min_views, cfg.max_residual_px, cfg.ransac_px, X, inl, ok, err, dirs,
-    )  # fmt: skip
+        np.ascontiguousarray(px, dtype=np.float64),
+        np.ascontiguousarray(w),
+        rig.centers,
+        np.ascontiguousarray(T[:, :3, :3]),
+        np.ascontiguousarray(T[:, :3, 3]),
+        rig.params,
+        theta_max_np(rig.params),
+        cfg.min_views,
+        cfg.max_residual_px,
+        cfg.ransac_px,
+        X,
+        inl,
+        ok,
+        err,
+        dirs,
+    )
     w = np.where((dirs != 0).any(-1), w, 0.0)
     return X, inl, ok, err, dirs, w
 

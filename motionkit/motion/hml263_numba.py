@@ -18,8 +18,12 @@ _CHAIN_START = np.array([0] + list(np.cumsum([len(c) - 1 for c in KINEMATIC_CHAI
 
 @numba.njit(cache=True, inline="always")
 def _qmul(a0, a1, a2, a3, b0, b1, b2, b3):  # pragma: no cover - compiled
-    return (a0 * b0 - a1 * b1 - a2 * b2 - a3 * b3, a0 * b1 + a1 * b0 + a2 * b3 - a3 * b2,
-            a0 * b2 - a1 * b3 + a2 * b0 + a3 * b1, a0 * b3 + a1 * b2 - a2 * b1 + a3 * b0)  # fmt: skip
+    return (
+        a0 * b0 - a1 * b1 - a2 * b2 - a3 * b3,
+        a0 * b1 + a1 * b0 + a2 * b3 - a3 * b2,
+        a0 * b2 - a1 * b3 + a2 * b0 + a3 * b1,
+        a0 * b3 + a1 * b2 - a2 * b1 + a3 * b0,
+    )
 
 
 @numba.njit(cache=True, inline="always")
@@ -117,8 +121,15 @@ def _stage2(g, fwd, raw, bones, chain_start, out, reference, feet_thr):  # pragm
             if not reference and w < 0:
                 y = -y
             o[0] = math.asin(min(1.0, max(-1.0, y)))
-            vx, vy, vz = _qrot(q0, q1, q2, q3, g[b, t + 1, 0, 0] - g[b, t, 0, 0], g[b, t + 1, 0, 1] - g[b, t, 0, 1],
-                               g[b, t + 1, 0, 2] - g[b, t, 0, 2])  # fmt: skip
+            vx, vy, vz = _qrot(
+                q0,
+                q1,
+                q2,
+                q3,
+                g[b, t + 1, 0, 0] - g[b, t, 0, 0],
+                g[b, t + 1, 0, 1] - g[b, t, 0, 1],
+                g[b, t + 1, 0, 2] - g[b, t, 0, 2],
+            )
             o[1], o[2] = vx, vz
             p0, p1, p2, p3 = r[t, 0], r[t, 1], r[t, 2], r[t, 3]
             rx0, rz0 = g[b, t, 0, 0], g[b, t, 0, 2]
@@ -134,13 +145,23 @@ def _stage2(g, fwd, raw, bones, chain_start, out, reference, feet_thr):  # pragm
             else:
                 l0, l1, l2, l3 = q0, q1, q2, q3
             for i in range(22):
-                x, y, z = _qrot(l0, l1, l2, l3, g[b, t + 1, i, 0] - g[b, t, i, 0], g[b, t + 1, i, 1] - g[b, t, i, 1],
-                                g[b, t + 1, i, 2] - g[b, t, i, 2])  # fmt: skip
+                x, y, z = _qrot(
+                    l0,
+                    l1,
+                    l2,
+                    l3,
+                    g[b, t + 1, i, 0] - g[b, t, i, 0],
+                    g[b, t + 1, i, 1] - g[b, t, i, 1],
+                    g[b, t + 1, i, 2] - g[b, t, i, 2],
+                )
                 o[193 + 3 * i], o[194 + 3 * i], o[195 + 3 * i] = x, y, z
             # contacts
             for k, i in enumerate((7, 10, 8, 11)):
-                d = ((g[b, t + 1, i, 0] - g[b, t, i, 0]) ** 2 + (g[b, t + 1, i, 1] - g[b, t, i, 1]) ** 2
-                     + (g[b, t + 1, i, 2] - g[b, t, i, 2]) ** 2)  # fmt: skip
+                d = (
+                    (g[b, t + 1, i, 0] - g[b, t, i, 0]) ** 2
+                    + (g[b, t + 1, i, 1] - g[b, t, i, 1]) ** 2
+                    + (g[b, t + 1, i, 2] - g[b, t, i, 2]) ** 2
+                )
                 o[259 + k] = 1.0 if d < feet_thr else 0.0
             # IK: swing-only rotations along each chain, from the root rotation, stored at the child
             for c in range(chain_start.shape[0] - 1):

@@ -30,8 +30,12 @@ def test_pa_mpjpe_equals_per_frame_reference(backend):
     g[rng.random((300, 17)) < 0.1] = np.nan
     p[rng.random((300, 17)) < 0.05] = np.nan
     ours = pa_mpjpe(p, g, backend=backend)
-    ref = np.array([pa_reference(a, b) if (np.isfinite(a).all(-1) & np.isfinite(b).all(-1)).sum() >= 4 else np.nan
-                    for a, b in zip(p, g, strict=True)])  # fmt: skip
+    ref = np.array(
+        [
+            pa_reference(a, b) if (np.isfinite(a).all(-1) & np.isfinite(b).all(-1)).sum() >= 4 else np.nan
+            for a, b in zip(p, g, strict=True)
+        ]
+    )
     np.testing.assert_array_equal(np.isnan(ours), np.isnan(ref))
     assert np.nanmax(np.abs(ours - ref)) < 1e-6
 

@@ -21,9 +21,15 @@ REP = np.array([1761.275757, 1761.275757, 1920.0, 1080.0, 0.036902, 0.057131, -0
 def random_calibs(rng, n):
     f = rng.uniform(1600, 1900, n)
     return np.stack(
-        [f, f * rng.uniform(0.998, 1.002, n), 1920 + rng.normal(0, 15, n), 1080 + rng.normal(0, 15, n),
-         *(REP[4:8, None] + rng.normal(0, 0.006, (4, n)))], axis=1,
-    )  # fmt: skip
+        [
+            f,
+            f * rng.uniform(0.998, 1.002, n),
+            1920 + rng.normal(0, 15, n),
+            1080 + rng.normal(0, 15, n),
+            *(REP[4:8, None] + rng.normal(0, 0.006, (4, n))),
+        ],
+        axis=1,
+    )
 
 
 def image_grid(w=3840, h=2160, step=60):

@@ -75,8 +75,10 @@ def two_cams():
 
     p = np.array([1700.0, 1700.0, 1920, 1080, 0.03, 0.05, -0.05, 0.02])
     tgt = np.array([0.0, 0.0, 1.0])
-    cams = [Camera(f"c{i}", 3840, 2160, p, look(np.array(c, float), tgt)) for i, c in
-            enumerate([(4, 0, 1.5), (0, 4, 1.5), (-4, 0, 1.5), (0, -4, 1.5)])]  # fmt: skip
+    cams = [
+        Camera(f"c{i}", 3840, 2160, p, look(np.array(c, float), tgt))
+        for i, c in enumerate([(4, 0, 1.5), (0, 4, 1.5), (-4, 0, 1.5), (0, -4, 1.5)])
+    ]
     return CameraRig(cams)
 
 

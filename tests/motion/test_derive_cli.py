@@ -34,7 +34,8 @@ def test_codes_and_features_commands_on_result_files(default_root, tmp_path):
 def test_codes_on_a_file_without_fit(tmp_path, synth_root):
     take = EgoExoDataset(synth_root).takes()[0]
     runner = CliRunner()
-    r = runner.invoke(main, ["fit", "--take", take.take_uid, "--root", str(synth_root), "--out", str(tmp_path)])
+    args = ["fit", "--take", take.take_uid, "--root", str(synth_root), "--out", str(tmp_path), "--until", "associate"]
+    r = runner.invoke(main, args)
     assert r.exit_code == 0
     r = runner.invoke(main, ["codes", str(tmp_path / f"{take.take_uid}.h5")])
     assert r.exit_code != 0 and "has no fit" in r.output
