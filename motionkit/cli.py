@@ -12,6 +12,16 @@ from motionkit import __version__
 from motionkit.data.errors import DataError
 
 
+def _iters(value: str) -> tuple[int, int, int]:
+    try:
+        a, b, c = (int(x) for x in value.split(","))
+    except ValueError:
+        raise click.BadParameter(f"expected three comma-separated integers, got {value!r}") from None
+    if min(a, b, c) < 0:
+        raise click.BadParameter("iterations must be >= 0")
+    return (a, b, c)
+
+
 def _fail(exc: Exception) -> None:
     raise click.ClickException(str(exc)) from exc
 
@@ -149,6 +159,13 @@ def takes(root, split, as_json) -> None:
 )
 @click.option("--detector-weights", default=None, help="Local RF-DETR checkpoint (never downloaded).")
 @click.option("--keypoint-weights", default=None, help="Local RFDETRKeypointPreview checkpoint.")
+@click.option(
+    "--fit-iters",
+    default="100,200,150",
+    show_default=True,
+    callback=lambda ctx, param, value: _iters(value),
+    help="Adam iterations of the three fitting stages (A: root, B: + pose, C: + shape).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the summary.")
 def fit(
     take_id,
@@ -163,6 +180,7 @@ def fit(
     detector_variant,
     detector_weights,
     keypoint_weights,
+    fit_iters,
     as_json,
 ) -> None:
     """Fit one take: load -> anchor -> ... and write <out>/<take_uid>.h5."""
@@ -187,6 +205,7 @@ def fit(
             detector_variant=detector_variant,
             detector_weights=detector_weights,
             keypoint_weights=keypoint_weights,
+            fit_iters=fit_iters,
         )
         log = None if as_json else (lambda s: click.echo(s, err=False))
         outcome = run_fit(root, take_id, out_dir, cfg, until=until, log=log, progress=not as_json)
@@ -344,6 +363,148 @@ def features(path, out_path, variant) -> None:
             {"take_uid": a["take_uid"], "fps": a["fps"], "variant": variant, "runs": rows},
         )
         click.echo(f"{a['take_uid']}: {feats.shape[0]} x 263 ({variant}) -> {target}")
+
+
+@main.command()
+@click.option(
+    "--root", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path), help="Dataset root."
+)
+@click.option(
+    "--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="Results folder."
+)
+@click.option(
+    "--takes",
+    "takes_file",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="File with one take uid or name per line.",
+)
+@click.option("--split", default=None, help="All takes of this split (train, val, test).")
+@click.option("--all", "all_takes", is_flag=True, help="All takes in takes.json.")
+@click.option("--executor", default="local", show_default=True, type=click.Choice(["local", "ray", "slurm"]))
+@click.option(
+    "--workers",
+    default=2,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="local: processes; ray: local cluster size (in tasks); slurm: array parallelism.",
+)
+@click.option("--cpus-per-task", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option("--gpus-per-task", default=0, show_default=True, type=click.IntRange(min=0))
+@click.option("--retries", default=0, show_default=True, type=click.IntRange(min=0), help="Retry failed takes N times.")
+@click.option("--force", is_flag=True, help="Recompute takes whose results are complete.")
+@click.option("--ray-address", default=None, help="Connect to an existing Ray cluster (default: start a local one).")
+@click.option("--slurm-partition", default=None)
+@click.option("--slurm-time", "slurm_time_min", default=60, show_default=True, type=int, help="Minutes per take.")
+@click.option("--slurm-local", is_flag=True, help="Run the Slurm path with submitit's local executor (no cluster).")
+@click.option("--fps", default=20.0, show_default=True, type=click.FloatRange(min=1.0, max=30.0))
+@click.option("--device", default="cpu", show_default=True)
+@click.option("--body-model", default=None)
+@click.option(
+    "--detector", default="auto", show_default=True, type=click.Choice(["auto", "observations", "annotation", "rfdetr"])
+)
+@click.option("--detector-weights", default=None)
+@click.option("--keypoint-weights", default=None)
+@click.option(
+    "--fit-iters",
+    default="100,200,150",
+    show_default=True,
+    callback=lambda ctx, param, value: _iters(value),
+    help="Adam iterations of the three fitting stages (A: root, B: + pose, C: + shape).",
+)
+def batch(
+    root,
+    out_dir,
+    takes_file,
+    split,
+    all_takes,
+    executor,
+    workers,
+    cpus_per_task,
+    gpus_per_task,
+    retries,
+    force,
+    ray_address,
+    slurm_partition,
+    slurm_time_min,
+    slurm_local,
+    fps,
+    device,
+    body_model,
+    detector,
+    detector_weights,
+    keypoint_weights,
+    fit_iters,
+) -> None:
+    """Fit many takes, one task per take, on a local process pool, Ray or Slurm (submitit).
+
+    Idempotent: complete results made with the same configuration and motionkit version are skipped
+    (--force recomputes). Every attempt is recorded in <out>/manifest.jsonl; a failing take never
+    stops the others.
+    """
+    from tqdm import tqdm
+
+    from motionkit.data.egoexo4d import EgoExoDataset
+    from motionkit.distributed import BatchConfig, run_batch
+    from motionkit.pipeline import FitConfig
+
+    if sum([takes_file is not None, split is not None, all_takes]) != 1:
+        raise click.UsageError("choose exactly one of --takes FILE, --split NAME, --all")
+    try:
+        ds = EgoExoDataset(root)
+        if takes_file is not None:
+            ids = [ln.strip() for ln in takes_file.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+            uids = [ds.take(i).uid for i in ids]
+        else:
+            uids = [t.take_uid for t in ds.takes(split)]
+    except DataError as exc:
+        _fail(exc)
+    if not uids:
+        raise click.ClickException("no takes selected")
+    fc = FitConfig(
+        fps=fps,
+        device=device,
+        body_model=body_model,
+        detector=detector,
+        detector_weights=detector_weights,
+        keypoint_weights=keypoint_weights,
+        fit_iters=fit_iters,
+    )
+    bc = BatchConfig(
+        executor=executor,
+        workers=workers,
+        cpus_per_task=cpus_per_task,
+        gpus_per_task=gpus_per_task,
+        retries=retries,
+        force=force,
+        ray_address=ray_address,
+        slurm_partition=slurm_partition,
+        slurm_time_min=slurm_time_min,
+        slurm_local=slurm_local,
+    )
+    bar = tqdm(total=len(uids), desc=f"batch ({executor})", unit="take")
+    seen = set()
+
+    def on_record(rec):
+        if rec["take"] not in seen and rec["status"] in ("done", "skipped"):
+            seen.add(rec["take"])
+            bar.update(1)
+        bar.set_postfix_str(f"{rec['take'][:8]} {rec['status']}")
+
+    try:
+        summary = run_batch(root, out_dir, uids, fc, bc, on_record=on_record)
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        bar.close()
+    click.echo(
+        f"done {len(summary['done'])}, skipped {len(summary['skipped'])}, failed {len(summary['failed'])} "
+        f"(manifest: {Path(out_dir) / 'manifest.jsonl'})"
+    )
+    for uid, err in summary["failed"].items():
+        click.echo(f"  FAILED {uid}: {err}")
+    if summary["failed"]:
+        sys.exit(1)
 
 
 @main.command("plot-association")

@@ -79,6 +79,7 @@ class FitConfig:
     keypoint_weights: str | None = None
     detector_threshold: float = 0.5
     downscaled_video: bool = False
+    fit_iters: tuple[int, int, int] = (100, 200, 150)  # Adam iterations of fitting stages A, B, C
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -322,7 +323,7 @@ def stage_fit(ctx: StageContext) -> None:
         rig.params,
         rig.T_cam_world,
     )
-    bcfg = BodyFitConfig(device=ctx.config.device)
+    bcfg = BodyFitConfig(device=ctx.config.device, iters=tuple(ctx.config.fit_iters))
     body = BodyModel.load(ctx.config.body_model, vertex_keypoints=FACE_KEYPOINTS)
     total = sum(bcfg.iters) * max(1, int(np.ceil(len(inp.keypoints) / (bcfg.window - bcfg.overlap))))
     bar = None

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 
 try:  # torch is a hard dependency of the package, but keep the numpy path importable alone
@@ -180,60 +181,49 @@ def kb3_unproject_torch(pixels, params, *, return_valid: bool = False):
 
 
 # ------------------------------------------------------------------------------------------------ numba
-_numba_unproject = None
-
-
-def _build_numba_unproject():
-    import numba
-
-    @numba.njit(parallel=True, fastmath=False, cache=True)
-    def _kernel(uv, params, tmax, out):  # pragma: no cover - compiled
-        n = uv.shape[0]
-        fx, fy, cx, cy, k0, k1, k2, k3 = params
-        for i in numba.prange(n):
-            mx = (uv[i, 0] - cx) / fx
-            my = (uv[i, 1] - cy) / fy
-            rho = math.sqrt(mx * mx + my * my)
-            th = rho
-            for _ in range(NEWTON_MAX_ITERS):
-                t2 = th * th
-                f = th * (1 + t2 * (k0 + t2 * (k1 + t2 * (k2 + t2 * k3)))) - rho
-                df = 1 + t2 * (3 * k0 + t2 * (5 * k1 + t2 * (7 * k2 + t2 * 9 * k3)))
-                step = f / df
-                th -= step
-                if not abs(step) >= NEWTON_TOL:
-                    break
+@numba.njit(parallel=True, fastmath=False, cache=True)
+def _unproject_kernel(uv, params, tmax, out):  # pragma: no cover - compiled
+    n = uv.shape[0]
+    fx, fy, cx, cy, k0, k1, k2, k3 = params
+    for i in numba.prange(n):
+        mx = (uv[i, 0] - cx) / fx
+        my = (uv[i, 1] - cy) / fy
+        rho = math.sqrt(mx * mx + my * my)
+        th = rho
+        for _ in range(NEWTON_MAX_ITERS):
             t2 = th * th
             f = th * (1 + t2 * (k0 + t2 * (k1 + t2 * (k2 + t2 * k3)))) - rho
             df = 1 + t2 * (3 * k0 + t2 * (5 * k1 + t2 * (7 * k2 + t2 * 9 * k3)))
-            if abs(f) < CONVERGED_TOL and df > 0 and th >= 0 and th < tmax:
-                st = math.sin(th)
-                if rho < 1e-12:
-                    out[i, 0] = 0.0
-                    out[i, 1] = 0.0
-                else:
-                    out[i, 0] = st * mx / rho
-                    out[i, 1] = st * my / rho
-                out[i, 2] = math.cos(th)
+            step = f / df
+            th -= step
+            if not abs(step) >= NEWTON_TOL:
+                break
+        t2 = th * th
+        f = th * (1 + t2 * (k0 + t2 * (k1 + t2 * (k2 + t2 * k3)))) - rho
+        df = 1 + t2 * (3 * k0 + t2 * (5 * k1 + t2 * (7 * k2 + t2 * 9 * k3)))
+        if abs(f) < CONVERGED_TOL and df > 0 and th >= 0 and th < tmax:
+            st = math.sin(th)
+            if rho < 1e-12:
+                out[i, 0] = 0.0
+                out[i, 1] = 0.0
             else:
-                out[i, 0] = np.nan
-                out[i, 1] = np.nan
-                out[i, 2] = np.nan
-
-    return _kernel
+                out[i, 0] = st * mx / rho
+                out[i, 1] = st * my / rho
+            out[i, 2] = math.cos(th)
+        else:
+            out[i, 0] = np.nan
+            out[i, 1] = np.nan
+            out[i, 2] = np.nan
 
 
 def kb3_unproject_numba(pixels: np.ndarray, params: np.ndarray) -> np.ndarray:
     """Compiled parallel unprojection for one camera: ``pixels (..., 2)``, ``params (8,)`` -> ``(..., 3)``."""
-    global _numba_unproject
     params = np.ascontiguousarray(params, dtype=np.float64)
     if params.shape != (8,):
         raise ValueError(f"kb3_unproject_numba takes one camera's params (8,); got {params.shape}")
-    if _numba_unproject is None:
-        _numba_unproject = _build_numba_unproject()
     uv = np.ascontiguousarray(np.asarray(pixels, dtype=np.float64).reshape(-1, 2))
     out = np.empty((uv.shape[0], 3))
-    _numba_unproject(uv, params, float(theta_max_np(params)), out)
+    _unproject_kernel(uv, params, float(theta_max_np(params)), out)
     return out.reshape(*np.shape(pixels)[:-1], 3)
 
 
@@ -259,9 +249,6 @@ def kb3_unproject(pixels, params, *, return_valid: bool = False):
         return kb3_unproject_torch(pixels, params, return_valid=return_valid)
     params_np = np.asarray(params)
     if params_np.shape == (8,) and np.size(pixels) >= 2 * NUMBA_MIN_POINTS:
-        try:
-            ray = kb3_unproject_numba(pixels, params_np)
-        except ImportError:  # pragma: no cover - numba is a dependency, but stay usable without it
-            return kb3_unproject_np(pixels, params, return_valid=return_valid)
+        ray = kb3_unproject_numba(pixels, params_np)
         return (ray, np.isfinite(ray[..., 0])) if return_valid else ray
     return kb3_unproject_np(pixels, params, return_valid=return_valid)

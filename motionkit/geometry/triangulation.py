@@ -26,6 +26,7 @@ import itertools
 import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from motionkit.geometry.camera import CameraRig
@@ -183,215 +184,208 @@ def _triangulate_np(px, dirs, w, rig: CameraRig, cfg: TriangulationConfig):
 
 
 # ------------------------------------------------------------------------------------------------ numba kernel
-_kernel = None
+@numba.njit(cache=True, inline="always")
+def _nb_project(X0, X1, X2, R, t, p, tmax):  # pragma: no cover - compiled
+    x = R[0, 0] * X0 + R[0, 1] * X1 + R[0, 2] * X2 + t[0]
+    y = R[1, 0] * X0 + R[1, 1] * X1 + R[1, 2] * X2 + t[1]
+    z = R[2, 0] * X0 + R[2, 1] * X1 + R[2, 2] * X2 + t[2]
+    r = math.sqrt(x * x + y * y)
+    th = math.atan2(r, z)
+    if not th < tmax:
+        return np.nan, np.nan
+    t2 = th * th
+    rd = th * (1 + t2 * (p[4] + t2 * (p[5] + t2 * (p[6] + t2 * p[7]))))
+    s = 1.0 / z if r <= 1e-9 * abs(z) else rd / r
+    return p[0] * s * x + p[2], p[1] * s * y + p[3]
 
 
-def _build_kernel():
-    import numba
-
-    @numba.njit(cache=True, inline="always")
-    def project(X0, X1, X2, R, t, p, tmax):  # pragma: no cover - compiled
-        x = R[0, 0] * X0 + R[0, 1] * X1 + R[0, 2] * X2 + t[0]
-        y = R[1, 0] * X0 + R[1, 1] * X1 + R[1, 2] * X2 + t[1]
-        z = R[2, 0] * X0 + R[2, 1] * X1 + R[2, 2] * X2 + t[2]
-        r = math.sqrt(x * x + y * y)
-        th = math.atan2(r, z)
-        if not th < tmax:
-            return np.nan, np.nan
-        t2 = th * th
-        rd = th * (1 + t2 * (p[4] + t2 * (p[5] + t2 * (p[6] + t2 * p[7]))))
-        s = 1.0 / z if r <= 1e-9 * abs(z) else rd / r
-        return p[0] * s * x + p[2], p[1] * s * y + p[3]
-
-    @numba.njit(cache=True, inline="always")
-    def unproject(u, v, p, tmax):  # pragma: no cover - compiled; same Newton as kb3_unproject_np
-        mx = (u - p[2]) / p[0]
-        my = (v - p[3]) / p[1]
-        rho = math.sqrt(mx * mx + my * my)
-        th = rho
-        for _ in range(20):
-            t2 = th * th
-            f = th * (1 + t2 * (p[4] + t2 * (p[5] + t2 * (p[6] + t2 * p[7])))) - rho
-            df = 1 + t2 * (3 * p[4] + t2 * (5 * p[5] + t2 * (7 * p[6] + t2 * 9 * p[7])))
-            step = f / df
-            th -= step
-            if not abs(step) >= 1e-12:
-                break
+@numba.njit(cache=True, inline="always")
+def _nb_unproject(u, v, p, tmax):  # pragma: no cover - compiled; same Newton as kb3_unproject_np
+    mx = (u - p[2]) / p[0]
+    my = (v - p[3]) / p[1]
+    rho = math.sqrt(mx * mx + my * my)
+    th = rho
+    for _ in range(20):
         t2 = th * th
         f = th * (1 + t2 * (p[4] + t2 * (p[5] + t2 * (p[6] + t2 * p[7])))) - rho
         df = 1 + t2 * (3 * p[4] + t2 * (5 * p[5] + t2 * (7 * p[6] + t2 * 9 * p[7])))
-        if not (abs(f) < 1e-9 and df > 0 and th >= 0 and th < tmax):
-            return False, 0.0, 0.0, 0.0
-        st = math.sin(th)
-        if rho < 1e-12:
-            return True, 0.0, 0.0, 1.0
-        return True, st * mx / rho, st * my / rho, math.cos(th)
+        step = f / df
+        th -= step
+        if not abs(step) >= 1e-12:
+            break
+    t2 = th * th
+    f = th * (1 + t2 * (p[4] + t2 * (p[5] + t2 * (p[6] + t2 * p[7])))) - rho
+    df = 1 + t2 * (3 * p[4] + t2 * (5 * p[5] + t2 * (7 * p[6] + t2 * 9 * p[7])))
+    if not (abs(f) < 1e-9 and df > 0 and th >= 0 and th < tmax):
+        return False, 0.0, 0.0, 0.0
+    st = math.sin(th)
+    if rho < 1e-12:
+        return True, 0.0, 0.0, 1.0
+    return True, st * mx / rho, st * my / rho, math.cos(th)
 
-    @numba.njit(cache=True)
-    def solve_once(C, d, w, mask, X0, X1, X2, reweight):  # pragma: no cover - compiled
-        a00 = a01 = a02 = a11 = a12 = a22 = 0.0
-        b0 = b1 = b2 = 0.0
-        n = 0
-        for v in range(C.shape[0]):
-            if not (mask >> v) & 1:
-                continue
-            n += 1
-            ww = w[v] * w[v]
-            if reweight:
-                dep = d[v, 0] * (X0 - C[v, 0]) + d[v, 1] * (X1 - C[v, 1]) + d[v, 2] * (X2 - C[v, 2])
-                ww /= max(dep * dep, 1e-4)
-            dx, dy, dz = d[v, 0], d[v, 1], d[v, 2]
-            p00, p01, p02 = 1 - dx * dx, -dx * dy, -dx * dz
-            p11, p12, p22 = 1 - dy * dy, -dy * dz, 1 - dz * dz
-            a00 += ww * p00
-            a01 += ww * p01
-            a02 += ww * p02
-            a11 += ww * p11
-            a12 += ww * p12
-            a22 += ww * p22
-            cx, cy, cz = C[v, 0], C[v, 1], C[v, 2]
-            b0 += ww * (p00 * cx + p01 * cy + p02 * cz)
-            b1 += ww * (p01 * cx + p11 * cy + p12 * cz)
-            b2 += ww * (p02 * cx + p12 * cy + p22 * cz)
-        if n < 2:
-            return False, np.nan, np.nan, np.nan
-        c00 = a11 * a22 - a12 * a12
-        c01 = a02 * a12 - a01 * a22
-        c02 = a01 * a12 - a02 * a11
-        det = a00 * c00 + a01 * c01 + a02 * c02
-        tr = a00 + a11 + a22
-        if not abs(det) > 1e-12 * (tr * tr * tr + 1e-300):
-            return False, np.nan, np.nan, np.nan
-        c11 = a00 * a22 - a02 * a02
-        c12 = a01 * a02 - a00 * a12
-        c22 = a00 * a11 - a01 * a01
-        inv = 1.0 / det
-        return (
-            True,
-            (c00 * b0 + c01 * b1 + c02 * b2) * inv,
-            (c01 * b0 + c11 * b1 + c12 * b2) * inv,
-            (c02 * b0 + c12 * b1 + c22 * b2) * inv,
-        )
 
-    @numba.njit(cache=True)
-    def solve(C, d, w, mask):  # pragma: no cover - compiled
-        ok, X0, X1, X2 = solve_once(C, d, w, mask, 0.0, 0.0, 0.0, False)
-        if ok:  # second pass: weight by 1 / depth^2, so that residuals are angles (~pixels), not metres
-            ok, X0, X1, X2 = solve_once(C, d, w, mask, X0, X1, X2, True)
-        return ok, X0, X1, X2
+@numba.njit(cache=True)
+def _nb_solve_once(C, d, w, mask, X0, X1, X2, reweight):  # pragma: no cover - compiled
+    a00 = a01 = a02 = a11 = a12 = a22 = 0.0
+    b0 = b1 = b2 = 0.0
+    n = 0
+    for v in range(C.shape[0]):
+        if not (mask >> v) & 1:
+            continue
+        n += 1
+        ww = w[v] * w[v]
+        if reweight:
+            dep = d[v, 0] * (X0 - C[v, 0]) + d[v, 1] * (X1 - C[v, 1]) + d[v, 2] * (X2 - C[v, 2])
+            ww /= max(dep * dep, 1e-4)
+        dx, dy, dz = d[v, 0], d[v, 1], d[v, 2]
+        p00, p01, p02 = 1 - dx * dx, -dx * dy, -dx * dz
+        p11, p12, p22 = 1 - dy * dy, -dy * dz, 1 - dz * dz
+        a00 += ww * p00
+        a01 += ww * p01
+        a02 += ww * p02
+        a11 += ww * p11
+        a12 += ww * p12
+        a22 += ww * p22
+        cx, cy, cz = C[v, 0], C[v, 1], C[v, 2]
+        b0 += ww * (p00 * cx + p01 * cy + p02 * cz)
+        b1 += ww * (p01 * cx + p11 * cy + p12 * cz)
+        b2 += ww * (p02 * cx + p12 * cy + p22 * cz)
+    if n < 2:
+        return False, np.nan, np.nan, np.nan
+    c00 = a11 * a22 - a12 * a12
+    c01 = a02 * a12 - a01 * a22
+    c02 = a01 * a12 - a02 * a11
+    det = a00 * c00 + a01 * c01 + a02 * c02
+    tr = a00 + a11 + a22
+    if not abs(det) > 1e-12 * (tr * tr * tr + 1e-300):
+        return False, np.nan, np.nan, np.nan
+    c11 = a00 * a22 - a02 * a02
+    c12 = a01 * a02 - a00 * a12
+    c22 = a00 * a11 - a01 * a01
+    inv = 1.0 / det
+    return (
+        True,
+        (c00 * b0 + c01 * b1 + c02 * b2) * inv,
+        (c01 * b0 + c11 * b1 + c12 * b2) * inv,
+        (c02 * b0 + c12 * b1 + c22 * b2) * inv,
+    )
 
-    @numba.njit(parallel=True, cache=True)
-    def kernel(
-        px, w, C, Rcw, tcw, params, tmax, min_views, max_res, ransac_px, X_out, inl_out, ok_out, err_out, dirs
-    ):  # pragma: no cover
-        N, V = w.shape
-        for n in numba.prange(N):
-            valid = 0
-            nv = 0
-            for v in range(V):
-                if w[n, v] > 0:
-                    okr, dx, dy, dz = unproject(px[n, v, 0], px[n, v, 1], params[v], tmax[v])
-                    if okr:  # camera ray -> world: R_wc = R_cw^T
-                        dirs[n, v, 0] = Rcw[v, 0, 0] * dx + Rcw[v, 1, 0] * dy + Rcw[v, 2, 0] * dz
-                        dirs[n, v, 1] = Rcw[v, 0, 1] * dx + Rcw[v, 1, 1] * dy + Rcw[v, 2, 1] * dz
-                        dirs[n, v, 2] = Rcw[v, 0, 2] * dx + Rcw[v, 1, 2] * dy + Rcw[v, 2, 2] * dz
-                        valid |= 1 << v
-                        nv += 1
-                        continue
-                dirs[n, v, 0] = dirs[n, v, 1] = dirs[n, v, 2] = 0.0
-            inl = valid
-            need_ransac = False
-            if nv >= 3:
-                ok, X0, X1, X2 = solve(C, dirs[n], w[n], valid)
-                need_ransac = not ok
-                if ok:
-                    for v in range(V):
-                        if (valid >> v) & 1:
-                            u, vv = project(X0, X1, X2, Rcw[v], tcw[v], params[v], tmax[v])
-                            e = math.sqrt((u - px[n, v, 0]) ** 2 + (vv - px[n, v, 1]) ** 2)
-                            if not e < ransac_px:
-                                need_ransac = True
-            if need_ransac:
-                best_cnt = -1
-                best_mean = np.inf
-                best_inl = 0
-                for a in range(V):
-                    if not (valid >> a) & 1:
-                        continue
-                    for b in range(a + 1, V):
-                        if not (valid >> b) & 1:
-                            continue
-                        pm = (1 << a) | (1 << b)
-                        ok, X0, X1, X2 = solve_once(C, dirs[n], w[n], pm, 0.0, 0.0, 0.0, False)
-                        if not ok:
-                            continue
-                        bad = False
-                        for v in (a, b):
-                            dep = (
-                                dirs[n, v, 0] * (X0 - C[v, 0])
-                                + dirs[n, v, 1] * (X1 - C[v, 1])
-                                + dirs[n, v, 2] * (X2 - C[v, 2])
-                            )
-                            if not dep > 0:
-                                bad = True
-                        if bad:
-                            continue
-                        cnt = 0
-                        tot = 0.0
-                        cur = 0
-                        for v in range(V):
-                            if not (valid >> v) & 1:
-                                continue
-                            u, vv = project(X0, X1, X2, Rcw[v], tcw[v], params[v], tmax[v])
-                            e = math.sqrt((u - px[n, v, 0]) ** 2 + (vv - px[n, v, 1]) ** 2)
-                            if e < ransac_px:
-                                cur |= 1 << v
-                                cnt += 1
-                                tot += e
-                        mean = tot / max(cnt, 1)
-                        if cnt > best_cnt or (cnt == best_cnt and mean < best_mean):
-                            best_cnt, best_mean, best_inl = cnt, mean, cur
-                if best_cnt >= 0:
-                    inl = best_inl
-            ok, X0, X1, X2 = solve(C, dirs[n], w[n], inl)
-            for _ in range(max(V - min_views, 0)):
-                if not ok:
-                    break
-                worst = -1
-                wv = -1.0
-                ninl = 0
+
+@numba.njit(cache=True)
+def _nb_solve(C, d, w, mask):  # pragma: no cover - compiled
+    ok, X0, X1, X2 = _nb_solve_once(C, d, w, mask, 0.0, 0.0, 0.0, False)
+    if ok:  # second pass: weight by 1 / depth^2, so that residuals are angles (~pixels), not metres
+        ok, X0, X1, X2 = _nb_solve_once(C, d, w, mask, X0, X1, X2, True)
+    return ok, X0, X1, X2
+
+
+@numba.njit(parallel=True, cache=True)
+def _nb_kernel(
+    px, w, C, Rcw, tcw, params, tmax, min_views, max_res, ransac_px, X_out, inl_out, ok_out, err_out, dirs
+):  # pragma: no cover
+    N, V = w.shape
+    for n in numba.prange(N):
+        valid = 0
+        nv = 0
+        for v in range(V):
+            if w[n, v] > 0:
+                okr, dx, dy, dz = _nb_unproject(px[n, v, 0], px[n, v, 1], params[v], tmax[v])
+                if okr:  # camera ray -> world: R_wc = R_cw^T
+                    dirs[n, v, 0] = Rcw[v, 0, 0] * dx + Rcw[v, 1, 0] * dy + Rcw[v, 2, 0] * dz
+                    dirs[n, v, 1] = Rcw[v, 0, 1] * dx + Rcw[v, 1, 1] * dy + Rcw[v, 2, 1] * dz
+                    dirs[n, v, 2] = Rcw[v, 0, 2] * dx + Rcw[v, 1, 2] * dy + Rcw[v, 2, 2] * dz
+                    valid |= 1 << v
+                    nv += 1
+                    continue
+            dirs[n, v, 0] = dirs[n, v, 1] = dirs[n, v, 2] = 0.0
+        inl = valid
+        need_ransac = False
+        if nv >= 3:
+            ok, X0, X1, X2 = _nb_solve(C, dirs[n], w[n], valid)
+            need_ransac = not ok
+            if ok:
                 for v in range(V):
-                    if (inl >> v) & 1:
-                        ninl += 1
-                        u, vv = project(X0, X1, X2, Rcw[v], tcw[v], params[v], tmax[v])
+                    if (valid >> v) & 1:
+                        u, vv = _nb_project(X0, X1, X2, Rcw[v], tcw[v], params[v], tmax[v])
                         e = math.sqrt((u - px[n, v, 0]) ** 2 + (vv - px[n, v, 1]) ** 2)
-                        if e != e:
-                            e = np.inf  # an inlier that no longer projects is the worst view
-                        if e > wv:
-                            wv = e
-                            worst = v
-                if not (wv > max_res and ninl > min_views):
-                    break
-                inl &= ~(1 << worst)
-                ok, X0, X1, X2 = solve(C, dirs[n], w[n], inl)
+                        if not e < ransac_px:
+                            need_ransac = True
+        if need_ransac:
+            best_cnt = -1
+            best_mean = np.inf
+            best_inl = 0
+            for a in range(V):
+                if not (valid >> a) & 1:
+                    continue
+                for b in range(a + 1, V):
+                    if not (valid >> b) & 1:
+                        continue
+                    pm = (1 << a) | (1 << b)
+                    ok, X0, X1, X2 = _nb_solve_once(C, dirs[n], w[n], pm, 0.0, 0.0, 0.0, False)
+                    if not ok:
+                        continue
+                    bad = False
+                    for v in (a, b):
+                        dep = (
+                            dirs[n, v, 0] * (X0 - C[v, 0])
+                            + dirs[n, v, 1] * (X1 - C[v, 1])
+                            + dirs[n, v, 2] * (X2 - C[v, 2])
+                        )
+                        if not dep > 0:
+                            bad = True
+                    if bad:
+                        continue
+                    cnt = 0
+                    tot = 0.0
+                    cur = 0
+                    for v in range(V):
+                        if not (valid >> v) & 1:
+                            continue
+                        u, vv = _nb_project(X0, X1, X2, Rcw[v], tcw[v], params[v], tmax[v])
+                        e = math.sqrt((u - px[n, v, 0]) ** 2 + (vv - px[n, v, 1]) ** 2)
+                        if e < ransac_px:
+                            cur |= 1 << v
+                            cnt += 1
+                            tot += e
+                    mean = tot / max(cnt, 1)
+                    if cnt > best_cnt or (cnt == best_cnt and mean < best_mean):
+                        best_cnt, best_mean, best_inl = cnt, mean, cur
+            if best_cnt >= 0:
+                inl = best_inl
+        ok, X0, X1, X2 = _nb_solve(C, dirs[n], w[n], inl)
+        for _ in range(max(V - min_views, 0)):
+            if not ok:
+                break
+            worst = -1
+            wv = -1.0
+            ninl = 0
             for v in range(V):
-                inl_out[n, v] = (inl >> v) & 1
-                if ok and (valid >> v) & 1:
-                    u, vv = project(X0, X1, X2, Rcw[v], tcw[v], params[v], tmax[v])
-                    err_out[n, v] = math.sqrt((u - px[n, v, 0]) ** 2 + (vv - px[n, v, 1]) ** 2)
-                else:
-                    err_out[n, v] = np.nan
-            X_out[n, 0], X_out[n, 1], X_out[n, 2] = X0, X1, X2
-            ok_out[n] = ok
-
-    return kernel
+                if (inl >> v) & 1:
+                    ninl += 1
+                    u, vv = _nb_project(X0, X1, X2, Rcw[v], tcw[v], params[v], tmax[v])
+                    e = math.sqrt((u - px[n, v, 0]) ** 2 + (vv - px[n, v, 1]) ** 2)
+                    if e != e:
+                        e = np.inf  # an inlier that no longer projects is the worst view
+                    if e > wv:
+                        wv = e
+                        worst = v
+            if not (wv > max_res and ninl > min_views):
+                break
+            inl &= ~(1 << worst)
+            ok, X0, X1, X2 = _nb_solve(C, dirs[n], w[n], inl)
+        for v in range(V):
+            inl_out[n, v] = (inl >> v) & 1
+            if ok and (valid >> v) & 1:
+                u, vv = _nb_project(X0, X1, X2, Rcw[v], tcw[v], params[v], tmax[v])
+                err_out[n, v] = math.sqrt((u - px[n, v, 0]) ** 2 + (vv - px[n, v, 1]) ** 2)
+            else:
+                err_out[n, v] = np.nan
+        X_out[n, 0], X_out[n, 1], X_out[n, 2] = X0, X1, X2
+        ok_out[n] = ok
 
 
 def _triangulate_numba(px, w, rig: CameraRig, cfg: TriangulationConfig):
     """Compiled path: unprojection, RANSAC, rejection and residuals in one parallel loop over points."""
-    global _kernel
-    if _kernel is None:
-        _kernel = _build_kernel()
     N, V = w.shape
     T = rig.T_cam_world
     X = np.empty((N, 3))
@@ -399,7 +393,7 @@ def _triangulate_numba(px, w, rig: CameraRig, cfg: TriangulationConfig):
     ok = np.empty(N, dtype=np.bool_)
     err = np.empty((N, V))
     dirs = np.empty((N, V, 3))
-    _kernel(
+    _nb_kernel(
         np.ascontiguousarray(px, dtype=np.float64),
         np.ascontiguousarray(w),
         rig.centers,

@@ -1,0 +1,204 @@
+"""Many takes at once on an existing engine: a local process pool, Ray, or Slurm through submitit.
+
+One task per take calls ``pipeline.run_fit`` (exactly what ``motionkit fit`` runs). Results are
+written atomically by the task; the driver alone appends to ``<out>/manifest.jsonl`` (one JSON line
+per attempt: take, status, error, attempt, duration, host). A take whose result file is complete,
+``ok`` and made with the same config hash and motionkit version is skipped, so an interrupted run
+is resumed by running it again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from motionkit import __version__
+from motionkit.data.errors import DataError
+from motionkit.data.store import config_hash, read_result, result_path
+from motionkit.pipeline import STAGES, FitConfig
+
+EXECUTORS = ("local", "ray", "slurm")
+
+
+@dataclass
+class BatchConfig:
+    executor: str = "local"
+    workers: int = 2  # local: processes; slurm: array parallelism
+    cpus_per_task: int = 1
+    gpus_per_task: int = 0
+    retries: int = 0
+    force: bool = False
+    ray_address: str | None = None
+    slurm_partition: str | None = None
+    slurm_time_min: int = 60
+    slurm_local: bool = False  # submitit's local executor (tests, single machine)
+    slurm_folder: str | None = None
+
+
+def fit_task(root: str, take_uid: str, out_dir: str, fit_config: dict, attempt: int = 1) -> dict:
+    """Run one take; never raises: returns the manifest record (status ``done`` or ``failed``)."""
+    from motionkit.pipeline import run_fit
+
+    t0 = time.time()
+    rec = {"take": take_uid, "attempt": attempt, "host": socket.gethostname(), "pid": os.getpid()}
+    try:
+        threads = int(fit_config.pop("_threads", 0) or 0)
+        if threads:
+            import torch
+
+            torch.set_num_threads(threads)
+        fit_config["fit_iters"] = tuple(fit_config.get("fit_iters", FitConfig().fit_iters))
+        run_fit(root, take_uid, out_dir, FitConfig(**fit_config), progress=False)
+        rec.update(status="done", error="")
+    except DataError as exc:
+        rec.update(status="failed", error=str(exc))
+    except Exception as exc:  # noqa: BLE001 - a crashing take must not stop the others
+        rec.update(status="failed", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=5))
+    rec["duration_s"] = round(time.time() - t0, 3)
+    return rec
+
+
+def is_complete(out_dir: str | Path, take_uid: str, fit_config: FitConfig) -> bool:
+    """A finished result of this take made with the same config and motionkit version."""
+    p = result_path(out_dir, take_uid)
+    if not p.is_file():
+        return False
+    try:
+        r = read_result(p)
+    except DataError:
+        return False
+    return (r.attrs.get("status") == "ok" and r.attrs.get("config_hash") == config_hash(fit_config.to_dict())
+            and r.attrs.get("motionkit_version") == __version__ and r.stages == list(STAGES))  # fmt: skip
+
+
+def _need(module: str):
+    try:
+        return __import__(module)
+    except ImportError as exc:
+        raise RuntimeError(
+            f"the {module} executor needs the optional dependencies: pip install 'motionkit[dist]'"
+        ) from exc
+
+
+def _run_local(jobs: list[tuple], bc: BatchConfig) -> Iterator[dict]:
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    with ProcessPoolExecutor(max_workers=bc.workers, mp_context=mp.get_context("spawn")) as ex:
+        futs = [ex.submit(fit_task, *j) for j in jobs]
+        for f in as_completed(futs):
+            yield f.result()
+
+
+def _run_ray(jobs: list[tuple], bc: BatchConfig) -> Iterator[dict]:
+    ray = _need("ray")
+    if not ray.is_initialized():
+        if bc.ray_address:
+            ray.init(address=bc.ray_address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=max(bc.workers * bc.cpus_per_task, 1), include_dashboard=False, log_to_driver=False)
+    remote = ray.remote(num_cpus=bc.cpus_per_task, num_gpus=bc.gpus_per_task, max_retries=0)(fit_task)
+    pending = [remote.remote(*j) for j in jobs]
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        for d in done:
+            yield ray.get(d)
+
+
+def _run_slurm(jobs: list[tuple], bc: BatchConfig, out_dir: Path) -> Iterator[dict]:
+    submitit = _need("submitit")
+    folder = Path(bc.slurm_folder or out_dir / "slurm_logs") / "%j"
+    ex = submitit.AutoExecutor(folder=folder, cluster="local" if bc.slurm_local else None)
+    params = {"timeout_min": bc.slurm_time_min, "cpus_per_task": bc.cpus_per_task}
+    if not bc.slurm_local:
+        params.update(slurm_array_parallelism=bc.workers, gpus_per_node=bc.gpus_per_task)
+        if bc.slurm_partition:
+            params["slurm_partition"] = bc.slurm_partition
+    ex.update_parameters(**params)
+    cols = list(zip(*jobs, strict=True))
+    running = ex.map_array(fit_task, *cols)
+    take_of = {id(job): j[1] for job, j in zip(running, jobs, strict=True)}
+    while running:
+        still = []
+        for job in running:
+            if job.done():
+                try:
+                    yield job.result()
+                except Exception as exc:  # noqa: BLE001 - the job itself died (killed, out of memory)
+                    yield {"take": take_of[id(job)], "status": "failed", "error": f"slurm job {job.job_id}: {exc}",
+                           "attempt": 0}  # fmt: skip
+            else:
+                still.append(job)
+        running = still
+        if running:
+            time.sleep(0.5)
+
+
+def _append_manifest(path: Path, rec: dict) -> None:
+    rec = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), **rec}
+    with open(path, "a") as fh:
+        fh.write(json.dumps(rec) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def run_batch(root, out_dir, take_uids: list[str], fit_config: FitConfig, bc: BatchConfig,
+              on_record: Callable[[dict], None] | None = None) -> dict:  # fmt: skip
+    """Fit ``take_uids`` with the chosen executor; returns the summary (done, skipped, failed)."""
+    if bc.executor not in EXECUTORS:
+        raise ValueError(f"executor must be one of {EXECUTORS}")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest = out_dir / "manifest.jsonl"
+    summary = {"done": [], "skipped": [], "failed": {}}
+    todo = []
+    for uid in take_uids:
+        if not bc.force and is_complete(out_dir, uid, fit_config):
+            summary["skipped"].append(uid)
+            rec = {
+                "take": uid,
+                "status": "skipped",
+                "error": "",
+                "attempt": 0,
+                "duration_s": 0.0,
+                "host": socket.gethostname(),
+            }
+            _append_manifest(manifest, rec)
+            if on_record:
+                on_record(rec)
+        else:
+            todo.append(uid)
+    cfg = fit_config.to_dict()
+    if bc.cpus_per_task:
+        cfg["_threads"] = bc.cpus_per_task
+    attempt = 1
+    while todo and attempt <= bc.retries + 1:
+        jobs = [(str(root), uid, str(out_dir), dict(cfg), attempt) for uid in todo]
+        if bc.executor == "local":
+            stream = _run_local(jobs, bc)
+        elif bc.executor == "ray":
+            stream = _run_ray(jobs, bc)
+        else:
+            stream = _run_slurm(jobs, bc, out_dir)
+        failed_now = []
+        for rec in stream:
+            rec.pop("traceback", None)
+            _append_manifest(manifest, rec)
+            if on_record:
+                on_record(rec)
+            if rec["status"] == "done":
+                summary["done"].append(rec["take"])
+                summary["failed"].pop(rec["take"], None)
+            else:
+                summary["failed"][rec["take"]] = rec["error"]
+                failed_now.append(rec["take"])
+        todo = failed_now
+        attempt += 1
+    summary["config"] = {"fit": asdict(fit_config), "batch": asdict(bc)}
+    return summary

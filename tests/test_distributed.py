@@ -1,0 +1,122 @@
+"""motionkit batch on the local pool, Ray (local cluster) and Slurm (submitit's local executor)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from motionkit.data.egoexo4d import EgoExoDataset
+from motionkit.data.store import read_result
+from motionkit.data.synthetic.writer import SynthConfig, write_synthetic_dataset
+from motionkit.distributed import BatchConfig, run_batch
+from motionkit.pipeline import FitConfig, run_fit
+
+FAST = FitConfig(fit_iters=(10, 20, 10))
+
+
+@pytest.fixture(scope="module")
+def six_takes(tmp_path_factory):
+    root = tmp_path_factory.mktemp("batch") / "ds"
+    write_synthetic_dataset(root, SynthConfig(takes=6, seed=8, duration=1.5, bystanders=1))
+    uids = [t.take_uid for t in EgoExoDataset(root).takes()]
+    bad = EgoExoDataset(root).take(uids[2])
+    (bad.take_dir / "trajectory" / "closed_loop_trajectory.csv").write_text("graph_uid,tracking\n1,2\n")
+    return root, uids
+
+
+def _manifest(out):
+    return [json.loads(ln) for ln in (out / "manifest.jsonl").read_text().splitlines()]
+
+
+def _check_summary(summary, uids):
+    assert sorted(summary["done"]) == sorted(u for i, u in enumerate(uids) if i != 2)
+    assert list(summary["failed"]) == [uids[2]]
+    assert "closed_loop_trajectory.csv" in summary["failed"][uids[2]]
+
+
+@pytest.mark.parametrize("executor", ["local", "ray", "slurm"])
+def test_executors_finish_good_takes_and_record_the_bad_one(six_takes, tmp_path, executor):
+    if executor == "ray":
+        pytest.importorskip("ray")
+    if executor == "slurm":
+        pytest.importorskip("submitit")
+    root, uids = six_takes
+    out = tmp_path / "out"
+    bc = BatchConfig(executor=executor, workers=2, slurm_local=True, slurm_folder=str(tmp_path / "slurm"))
+    try:
+        summary = run_batch(root, out, uids, FAST, bc)
+    finally:
+        if executor == "ray":
+            import ray
+
+            ray.shutdown()
+    _check_summary(summary, uids)
+    recs = _manifest(out)
+    assert {r["take"] for r in recs if r["status"] == "done"} == set(summary["done"])
+    bad = [r for r in recs if r["take"] == uids[2]]
+    assert bad[0]["status"] == "failed" and bad[0]["host"] and bad[0]["attempt"] == 1
+    # a failed take leaves a result that records why, never a partial file; the others are complete
+    assert read_result(out / f"{uids[2]}.h5").attrs["status"] == "failed"
+    assert not list(out.glob(".*.tmp"))
+    # a rerun skips the finished takes
+    again = run_batch(root, out, uids, FAST, BatchConfig(executor="local", workers=2))
+    assert sorted(again["skipped"]) == sorted(summary["done"]) and again["done"] == []
+
+
+def test_batch_result_equals_single_take_fit(six_takes, tmp_path):
+    root, uids = six_takes
+    out = tmp_path / "batch"
+    run_batch(root, out, [uids[0]], FAST, BatchConfig(executor="local", workers=1))
+    single = run_fit(root, uids[0], tmp_path / "single", FAST, progress=False, plot=False).result
+    batch = read_result(out / f"{uids[0]}.h5")
+    for key in ("smplx/global_orient", "smplx/body_pose", "smplx/betas", "smplx/transl", "joints/coco17", "valid"):
+        np.testing.assert_allclose(batch[key], single[key], rtol=0, atol=1e-6, equal_nan=True)
+
+
+def test_retries_and_force(six_takes, tmp_path):
+    root, uids = six_takes
+    out = tmp_path / "out"
+    s = run_batch(root, out, [uids[2], uids[3]], FAST, BatchConfig(executor="local", workers=1, retries=1))
+    recs = [r for r in _manifest(out) if r["take"] == uids[2]]
+    assert [r["attempt"] for r in recs] == [1, 2] and s["done"] == [uids[3]]
+    s2 = run_batch(root, out, [uids[3]], FAST, BatchConfig(executor="local", workers=1, force=True))
+    assert s2["done"] == [uids[3]] and s2["skipped"] == []
+
+
+def test_killed_run_resumes_without_recomputing(six_takes, tmp_path):
+    root, uids = six_takes
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "motionkit.cli", "batch", "--root", str(root), "--out", str(out), "--all",
+           "--executor", "local", "--workers", "1", "--fit-iters", "10,20,10"]  # fmt: skip
+    env = dict(os.environ)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        if (out / "manifest.jsonl").is_file() and any(r["status"] == "done" for r in _manifest(out)):
+            break
+        time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    first = {r["take"] for r in _manifest(out) if r["status"] == "done"}
+    assert first
+    mtimes = {u: (out / f"{u}.h5").stat().st_mtime_ns for u in first}
+    for p in out.glob("*.h5"):
+        read_result(p)  # every result file that exists is complete
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 1 and "failed 1" in r.stdout
+    recs = _manifest(out)
+    assert {x["take"] for x in recs if x["status"] == "skipped"} >= first
+    assert {u: (out / f"{u}.h5").stat().st_mtime_ns for u in first} == mtimes
+    assert {x["take"] for x in recs if x["status"] in ("done", "skipped")} == set(uids) - {uids[2]}
+
+
+def test_missing_dependency_message(monkeypatch, six_takes, tmp_path):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray now fails as if it were not installed
+    root, uids = six_takes
+    with pytest.raises(RuntimeError, match=r"pip install 'motionkit\[dist\]'"):
+        run_batch(root, tmp_path, [uids[0]], FAST, BatchConfig(executor="ray"))
