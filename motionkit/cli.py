@@ -114,15 +114,44 @@ def takes(root, split, as_json) -> None:
         click.echo(f"{r['take_uid']}  {r['take_name']:<28} {str(r['split']):<6} {r['frames']:>7} frames  {r['task']}")
 
 
+def fit_options(f):
+    """The options that change a fit (shared by ``fit`` and ``batch``); they become a ``FitConfig``."""
+    options = [
+        click.option("--fps", default=20.0, show_default=True, type=click.FloatRange(min=1.0, max=30.0),
+                     help="Output frame rate on the 30 fps take timeline."),
+        click.option("--body-model", default=None,
+                     help="SMPL-X file or folder (default: $MOTIONKIT_BODY_MODEL, else the synthetic demo body)."),
+        click.option("--timesync-offset", default=1, show_default=True, type=click.IntRange(0, 1),
+                     help="Take frame i -> timesync row start + offset + i."),
+        click.option("--device", default="cpu", show_default=True, help="torch device for fitting (cpu, cuda)."),
+        click.option("--detector", default="auto", show_default=True,
+                     type=click.Choice(["auto", "observations", "annotation", "rfdetr"]),
+                     help="Detections from the dataset's observation cache, annotation2D, or RF-DETR on the videos."),
+        click.option("--detector-variant", default="nano", show_default=True,
+                     type=click.Choice(["nano", "small", "medium", "large"])),
+        click.option("--detector-weights", default=None, help="Local RF-DETR checkpoint (never downloaded)."),
+        click.option("--keypoint-weights", default=None, help="Local RFDETRKeypointPreview checkpoint."),
+        click.option("--fit-iters", default="100,200,150", show_default=True,
+                     callback=lambda ctx, param, value: _iters(value),
+                     help="Adam iterations of the three fitting stages (A: root, B: + pose, C: + shape)."),
+    ]  # fmt: skip
+    for opt in reversed(options):
+        f = opt(f)
+    return f
+
+
+FIT_OPTION_NAMES = ("fps", "body_model", "timesync_offset", "device", "detector", "detector_variant",
+                    "detector_weights", "keypoint_weights", "fit_iters")  # fmt: skip
+
+
+def _fit_config(kw: dict):
+    from motionkit.pipeline import FitConfig
+
+    return FitConfig(**{k: kw.pop(k) for k in FIT_OPTION_NAMES})
+
+
 @main.command()
 @click.option("--take", "take_id", required=True, help="take_uid or take_name; 'demo' = first demo take.")
-@click.option(
-    "--fps",
-    default=20.0,
-    show_default=True,
-    type=click.FloatRange(min=1.0, max=30.0),
-    help="Output frame rate on the 30 fps take timeline.",
-)
 @click.option(
     "--root",
     default=None,
@@ -138,55 +167,15 @@ def takes(root, split, as_json) -> None:
     help="Folder for <take_uid>.h5 and plots.",
 )
 @click.option("--until", default=None, help="Stop after this stage.")
-@click.option("--body-model", default=None, help="SMPL-X file or folder (default: $MOTIONKIT_BODY_MODEL or synthetic).")
-@click.option(
-    "--timesync-offset",
-    default=1,
-    show_default=True,
-    type=click.IntRange(0, 1),
-    help="Take frame i -> timesync row start + offset + i.",
-)
-@click.option("--device", default="cpu", show_default=True, help="torch device for fitting (cpu, cuda).")
-@click.option(
-    "--detector",
-    default="auto",
-    show_default=True,
-    type=click.Choice(["auto", "observations", "annotation", "rfdetr"]),
-    help="Detections from the dataset's observation cache, annotation2D, or RF-DETR on the videos.",
-)
-@click.option(
-    "--detector-variant", default="nano", show_default=True, type=click.Choice(["nano", "small", "medium", "large"])
-)
-@click.option("--detector-weights", default=None, help="Local RF-DETR checkpoint (never downloaded).")
-@click.option("--keypoint-weights", default=None, help="Local RFDETRKeypointPreview checkpoint.")
-@click.option(
-    "--fit-iters",
-    default="100,200,150",
-    show_default=True,
-    callback=lambda ctx, param, value: _iters(value),
-    help="Adam iterations of the three fitting stages (A: root, B: + pose, C: + shape).",
-)
+@fit_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the summary.")
-def fit(
-    take_id,
-    fps,
-    root,
-    out_dir,
-    until,
-    body_model,
-    timesync_offset,
-    device,
-    detector,
-    detector_variant,
-    detector_weights,
-    keypoint_weights,
-    fit_iters,
-    as_json,
-) -> None:
-    """Fit one take: load -> anchor -> ... and write <out>/<take_uid>.h5."""
+def fit(take_id, root, out_dir, until, as_json, **kw) -> None:
+    """Fit one take: load -> anchor -> detect -> keypoints -> associate -> triangulate -> fit ->
+    motion -> evaluate, and write <out>/<take_uid>.h5 with two PNGs beside it."""
     from motionkit.data.demo import ensure_demo_dataset
-    from motionkit.pipeline import STAGES, FitConfig, run_fit
+    from motionkit.pipeline import STAGES, run_fit
 
+    cfg = _fit_config(kw)
     if until is not None and until not in STAGES:
         raise click.BadParameter(f"unknown stage {until!r}; stages: {', '.join(STAGES)}", param_hint="--until")
     try:
@@ -196,18 +185,7 @@ def fit(
                 from motionkit.data.egoexo4d import EgoExoDataset
 
                 take_id = EgoExoDataset(root).takes()[0].take_uid
-        cfg = FitConfig(
-            fps=fps,
-            timesync_offset=timesync_offset,
-            body_model=body_model,
-            device=device,
-            detector=detector,
-            detector_variant=detector_variant,
-            detector_weights=detector_weights,
-            keypoint_weights=keypoint_weights,
-            fit_iters=fit_iters,
-        )
-        log = None if as_json else (lambda s: click.echo(s, err=False))
+        log = None if as_json else click.echo
         outcome = run_fit(root, take_id, out_dir, cfg, until=until, log=log, progress=not as_json)
     except DataError as exc:
         _fail(exc)
@@ -217,10 +195,8 @@ def fit(
         return
     bm = s["body_model"]
     click.echo(f"take {s['take_name']} ({s['take_uid']}): {s['frames']} frames at {s['fps']:g} fps")
-    click.echo(
-        f"stages: {', '.join(s['stages'])}"
-        + (f" (reused: {', '.join(s['reused_stages'])})" if s["reused_stages"] else "")
-    )
+    reused = f" (reused: {', '.join(s['reused_stages'])})" if s["reused_stages"] else ""
+    click.echo(f"stages: {', '.join(s['stages'])}{reused}")
     click.echo("time per stage: " + ", ".join(f"{k} {v:.2f} s" for k, v in s["seconds_per_stage"].items()))
     if s["coverage"] is not None:
         cov, rep = 100 * s["coverage"], s["reprojection_px"]
@@ -397,45 +373,9 @@ def features(path, out_path, variant) -> None:
 @click.option("--slurm-partition", default=None)
 @click.option("--slurm-time", "slurm_time_min", default=60, show_default=True, type=int, help="Minutes per take.")
 @click.option("--slurm-local", is_flag=True, help="Run the Slurm path with submitit's local executor (no cluster).")
-@click.option("--fps", default=20.0, show_default=True, type=click.FloatRange(min=1.0, max=30.0))
-@click.option("--device", default="cpu", show_default=True)
-@click.option("--body-model", default=None)
-@click.option(
-    "--detector", default="auto", show_default=True, type=click.Choice(["auto", "observations", "annotation", "rfdetr"])
-)
-@click.option("--detector-weights", default=None)
-@click.option("--keypoint-weights", default=None)
-@click.option(
-    "--fit-iters",
-    default="100,200,150",
-    show_default=True,
-    callback=lambda ctx, param, value: _iters(value),
-    help="Adam iterations of the three fitting stages (A: root, B: + pose, C: + shape).",
-)
-def batch(
-    root,
-    out_dir,
-    takes_file,
-    split,
-    all_takes,
-    executor,
-    workers,
-    cpus_per_task,
-    gpus_per_task,
-    retries,
-    force,
-    ray_address,
-    slurm_partition,
-    slurm_time_min,
-    slurm_local,
-    fps,
-    device,
-    body_model,
-    detector,
-    detector_weights,
-    keypoint_weights,
-    fit_iters,
-) -> None:
+@fit_options
+def batch(root, out_dir, takes_file, split, all_takes, executor, workers, cpus_per_task, gpus_per_task, retries, force,
+          ray_address, slurm_partition, slurm_time_min, slurm_local, **kw) -> None:  # fmt: skip
     """Fit many takes, one task per take, on a local process pool, Ray or Slurm (submitit).
 
     Idempotent: complete results made with the same configuration and motionkit version are skipped
@@ -446,7 +386,6 @@ def batch(
 
     from motionkit.data.egoexo4d import EgoExoDataset
     from motionkit.distributed import BatchConfig, run_batch
-    from motionkit.pipeline import FitConfig
 
     if sum([takes_file is not None, split is not None, all_takes]) != 1:
         raise click.UsageError("choose exactly one of --takes FILE, --split NAME, --all")
@@ -461,15 +400,7 @@ def batch(
         _fail(exc)
     if not uids:
         raise click.ClickException("no takes selected")
-    fc = FitConfig(
-        fps=fps,
-        device=device,
-        body_model=body_model,
-        detector=detector,
-        detector_weights=detector_weights,
-        keypoint_weights=keypoint_weights,
-        fit_iters=fit_iters,
-    )
+    fc = _fit_config(kw)
     bc = BatchConfig(
         executor=executor,
         workers=workers,
