@@ -77,6 +77,7 @@ class FitInputs:
     tri: np.ndarray
     params: np.ndarray
     T_cam_world: np.ndarray
+    t0_s: float = 0.0  # take time of grid frame 0 (windows of a long take start later)
 
 
 @dataclass
@@ -247,9 +248,9 @@ def init_pose(body: BodyModel, betas: np.ndarray, tri: np.ndarray) -> tuple[np.n
 
 
 # ------------------------------------------------------------------------------------------------ the fit
-def _obs_interp(fps: float, obs_frame: np.ndarray, M: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Observation time k/30 between fit grid frames: indices ``(m0, m1)`` and weight ``w``."""
-    pos = np.asarray(obs_frame, dtype=np.float64) / TAKE_FPS * fps
+def _obs_interp(fps: float, obs_frame: np.ndarray, M: int, t0_s: float = 0.0):
+    """Observation time k/30 between fit grid frames ``t0 + m / fps``: indices ``(m0, m1)`` and weight ``w``."""
+    pos = (np.asarray(obs_frame, dtype=np.float64) / TAKE_FPS - t0_s) * fps
     m0 = np.clip(np.floor(pos).astype(int), 0, M - 1)
     m1 = np.clip(m0 + 1, 0, M - 1)
     w = np.clip(pos - m0, 0, 1)
@@ -288,7 +289,7 @@ def fit_sequence(
     Tcw = T(inp.T_cam_world)
     params = T(inp.params)
     tmax = theta_max_np(inp.params)
-    m0, m1, w = _obs_interp(inp.fps, inp.obs_frame, M)
+    m0, m1, w = _obs_interp(inp.fps, inp.obs_frame, M, inp.t0_s)
     m0, m1, wj = torch.as_tensor(m0, device=dev), torch.as_tensor(m1, device=dev), T(w)[:, None, None]
     coco = torch.as_tensor(SMPLX_TO_COCO17, device=dev)
     torso = torch.as_tensor(TORSO_COCO17, device=dev)
@@ -367,74 +368,53 @@ def eye_midpoint(joints: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
     return 0.5 * (joints[:, 55 + names.index("left_eye")] + joints[:, 55 + names.index("right_eye")])
 
 
-def _slice_inputs(inp: FitInputs, sl: slice, step: int = 1) -> FitInputs:
-    idx = np.arange(len(inp.keypoints))[sl][::step]
-    return FitInputs(
-        inp.fps / step,
-        inp.keypoints[idx],
-        inp.weights[idx],
-        inp.obs_frame[idx] if step == 1 else (idx * TAKE_FPS / inp.fps).round().astype(int),
-        inp.tri[idx],
-        inp.params,
-        inp.T_cam_world,
-    )
+def _slice_inputs(inp: FitInputs, start: int, stop: int, step: int = 1) -> FitInputs:
+    """Grid frames ``start:stop:step`` of the inputs, with their own time origin and rate."""
+    idx = np.arange(start, stop, step)
+    return FitInputs(inp.fps / step, inp.keypoints[idx], inp.weights[idx], inp.obs_frame[idx], inp.tri[idx],
+                     inp.params, inp.T_cam_world, inp.t0_s + start / inp.fps)  # fmt: skip
+
+
+def _slerp_rotvec(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """SLERP between axis-angle arrays ``(N, ..., 3)`` with weights ``w (N,)``."""
+    from motionkit.geometry.rotations import matrix_to_quat_xyzw, matrix_to_rotvec, quat_slerp, quat_xyzw_to_matrix
+    from motionkit.geometry.rotations import rotvec_to_matrix as r2m
+
+    q0, q1 = matrix_to_quat_xyzw(r2m(a)), matrix_to_quat_xyzw(r2m(b))
+    ww = np.broadcast_to(w.reshape(-1, *[1] * (q0.ndim - 2)), q0.shape[:-1])
+    return matrix_to_rotvec(quat_xyzw_to_matrix(quat_slerp(q0, q1, ww)))
 
 
 def fit_take(body: BodyModel, inp: FitInputs, cfg: FitConfig | None = None, progress=None) -> FitOutput:
     """Fit a whole take: one window, or (longer than ``cfg.window`` frames) the shape first on every
     10th frame, then overlapping windows with that shape frozen, cross-faded in the overlaps
     (linear for translation and joints, SLERP for rotations)."""
-    from motionkit.geometry.rotations import matrix_to_quat_xyzw, matrix_to_rotvec, quat_slerp, quat_xyzw_to_matrix
-    from motionkit.geometry.rotations import rotvec_to_matrix as r2m
-
     cfg = cfg or FitConfig()
     M = len(inp.keypoints)
     if M <= cfg.window:
         return fit_sequence(body, inp, cfg, progress=progress)
-    sub = _slice_inputs(inp, slice(None), 10)
-    sub.obs_frame = (np.arange(0, M, 10) * TAKE_FPS / inp.fps).round().astype(int)
-    betas = fit_sequence(body, sub, cfg).betas
+    betas = fit_sequence(body, _slice_inputs(inp, 0, M, 10), cfg).betas  # the shape, once, on every 10th frame
     starts = list(range(0, M - cfg.overlap, cfg.window - cfg.overlap))
     parts = []
     for s in starts:
         e = min(s + cfg.window, M)
-        win = _slice_inputs(inp, slice(s, e))
-        win.obs_frame = inp.obs_frame[s:e] - int(round(s * TAKE_FPS / inp.fps))
-        parts.append((s, e, fit_sequence(body, win, cfg, betas=betas, progress=progress)))
+        parts.append((s, e, fit_sequence(body, _slice_inputs(inp, s, e), cfg, betas=betas, progress=progress)))
         if e == M:
             break
-    K = parts[0][2].joints.shape[1]
-    V = inp.keypoints.shape[1]
-    go = np.zeros((M, 3))
-    bp = np.zeros((M, 21, 3))
-    tr = np.zeros((M, 3))
-    J = np.zeros((M, K, 3))
-    rep = np.full((M, V), np.nan)
+    last = parts[0][2]
+    go, bp, tr = (np.zeros((M, *x.shape[1:])) for x in (last.global_orient, last.body_pose, last.transl))
+    J = np.zeros((M, *last.joints.shape[1:]))
+    rep = np.full((M, inp.keypoints.shape[1]), np.nan)
     for k, (s, e, out) in enumerate(parts):
-        n = e - s
-        wgt = np.ones(n)
-        if k > 0:  # blend into the previous window over the overlap
-            ov = min(cfg.overlap, n)
-            ramp = (np.arange(ov) + 0.5) / ov
+        ov = min(cfg.overlap, e - s) if k > 0 else 0
+        go[s + ov : e], bp[s + ov : e], tr[s + ov : e] = out.global_orient[ov:], out.body_pose[ov:], out.transl[ov:]
+        J[s + ov : e], rep[s + ov : e] = out.joints[ov:], out.reproj_px[ov:]
+        if ov:  # cross-fade into the previous window: linear for positions, SLERP for rotations
+            w = (np.arange(ov) + 0.5) / ov
             a = slice(s, s + ov)
-            for arr, new in ((tr, out.transl), (J, out.joints)):
-                arr[a] = (1 - ramp.reshape(-1, *[1] * (arr.ndim - 1))) * arr[a] + ramp.reshape(
-                    -1, *[1] * (arr.ndim - 1)
-                ) * new[:ov]
-            for arr, new in ((go, out.global_orient), (bp, out.body_pose)):
-                q0 = matrix_to_quat_xyzw(r2m(arr[a]))
-                q1 = matrix_to_quat_xyzw(r2m(new[:ov]))
-                ww = np.broadcast_to(ramp.reshape(-1, *[1] * (q0.ndim - 2)), q0.shape[:-1])
-                arr[a] = matrix_to_rotvec(quat_xyzw_to_matrix(quat_slerp(q0, q1, ww)))
+            tr[a] = (1 - w)[:, None] * tr[a] + w[:, None] * out.transl[:ov]
+            J[a] = (1 - w)[:, None, None] * J[a] + w[:, None, None] * out.joints[:ov]
+            go[a] = _slerp_rotvec(go[a], out.global_orient[:ov], w)
+            bp[a] = _slerp_rotvec(bp[a], out.body_pose[:ov], w)
             rep[a] = out.reproj_px[:ov]
-            wgt[:ov] = 0
-        keep = slice(s + (n - int(wgt.sum())), e)
-        src = slice(n - int(wgt.sum()), n)
-        go[keep], bp[keep], tr[keep], J[keep], rep[keep] = (
-            out.global_orient[src],
-            out.body_pose[src],
-            out.transl[src],
-            out.joints[src],
-            out.reproj_px[src],
-        )
     return FitOutput(betas, go, bp, tr, J, rep, {"windows": len(parts), **parts[-1][2].losses})
