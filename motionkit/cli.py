@@ -55,7 +55,15 @@ def main() -> None:
 @click.option("--vertical-camera", is_flag=True, help="Mount one camera in portrait (2160x3840).")
 @click.option("--nan-timesync", is_flag=True, help="Blank some Aria timestamps in timesync.csv.")
 @click.option("--body-model", default=None, help="SMPL-X file or folder for the bodies (default: synthetic).")
-def synth(root, takes, seed, duration, bystanders, cameras, vertical_camera, nan_timesync, body_model) -> None:
+@click.option(
+    "--annotation-offset",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="JSON (17, 3) per-joint offsets (m, in each joint's parent frame) added to annotation3D.",
+)
+def synth(
+    root, takes, seed, duration, bystanders, cameras, vertical_camera, nan_timesync, body_model, annotation_offset
+) -> None:
     """Write synthetic takes in the exact Ego-Exo4D layout, with ground truth in gt/ and simulated
     detector output in observations/ (the observation cache format)."""
     from motionkit.data.synthetic.writer import SynthConfig, write_synthetic_dataset
@@ -69,6 +77,7 @@ def synth(root, takes, seed, duration, bystanders, cameras, vertical_camera, nan
         vertical_camera=vertical_camera,
         nan_timesync=nan_timesync,
         body_model=body_model,
+        annotation_offset=None if annotation_offset is None else json.loads(annotation_offset.read_text()),
     )
     try:
         uids = write_synthetic_dataset(root, cfg, progress=True)
@@ -258,6 +267,7 @@ def codes(path, preset, as_json, plot) -> None:
         )
         doc = {
             "take_uid": a["take_uid"],
+            "body_model": a["body_model"],
             "preset": preset,
             "runs": [list(r) for r in d.runs],
             "event_sets": [es.to_dict() for es in d.events],
@@ -336,7 +346,13 @@ def features(path, out_path, variant) -> None:
             r0 += len(x)
         write_json_atomic(
             target.with_suffix(".runs.json"),
-            {"take_uid": a["take_uid"], "fps": a["fps"], "variant": variant, "runs": rows},
+            {
+                "take_uid": a["take_uid"],
+                "fps": a["fps"],
+                "variant": variant,
+                "body_model": a["body_model"],
+                "runs": rows,
+            },
         )
         click.echo(f"{a['take_uid']}: {feats.shape[0]} x 263 ({variant}) -> {target}")
 

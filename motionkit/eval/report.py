@@ -50,6 +50,16 @@ def markdown(report: dict) -> str:
         "",
         "Reference (the SOMA paper, val): EE4D-Motion 44.2 / 40.3 mm, SOMA fits 42.6 / 36.7 mm; coverage 96.2 %.",
         "",
+        "Body model of the fits: "
+        + "; ".join(
+            (
+                "SYNTHETIC demo body (not SMPL-X)"
+                if b.get("synthetic")
+                else f"SMPL-X {b.get('file')} {b.get('sha256', '')[:12]}"
+            )
+            for b in report.get("body_models", [])
+        ),
+        "",
         "## Per joint (mean world error, mm)",
         "",
         "| joint | uncorrected | corrected |",

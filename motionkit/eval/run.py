@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,7 @@ class TakeInput:
     n_frames: int
     match: MatchedFrames
     joints_smplx: np.ndarray | None
+    body_model: dict
 
 
 def _load_take(ds: EgoExoDataset, info, fits_dir: Path, cfg: EvalConfig) -> TakeInput | None:
@@ -86,7 +88,7 @@ def _load_take(ds: EgoExoDataset, info, fits_dir: Path, cfg: EvalConfig) -> Take
         fit.parent_rot = np.repeat(fit.root_rot[:, None], 17, axis=1)
     m = match_to_annotation(fit, ann.frames, ann.joints3d, ann.num_views, cfg, fps)
     js = res["joints/smplx"] if "joints/smplx" in res.arrays else None
-    return TakeInput(info.take_uid, info.split, fit, fps, info.n_frames, m, js)
+    return TakeInput(info.take_uid, info.split, fit, fps, info.n_frames, m, js, res.body_model)
 
 
 def evaluate(
@@ -133,6 +135,7 @@ def evaluate(
         seg_n += segment_coverage(t.fit.time_s, t.fit.valid, segs, t.fps, mode="native").tolist()
         seg_i += segment_coverage(t.fit.time_s, t.fit.valid, segs, t.fps, mode="interpolated").tolist()
     report = summarize(scores, cfg, split, method)
+    report["body_models"] = list({json.dumps(t.body_model, sort_keys=True): t.body_model for t in takes}.values())
     report["coverage"]["segment_native"] = float(np.mean(seg_n)) if seg_n else None
     report["coverage"]["segment_interp"] = float(np.mean(seg_i)) if seg_i else None
     thresholds = [0.5, 0.8, 0.9, 0.95, 1.0]

@@ -105,6 +105,7 @@ def fit_arrays(result) -> dict:
             ).numpy()
     fps = float(result.config.get("fps", 20.0))
     return {
+        "body_model": result.body_model,
         "joints_smplx": joints,
         "global_orient": go,
         "valid": valid,

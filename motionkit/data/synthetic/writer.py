@@ -131,6 +131,8 @@ def _write_h5_group(g: h5py.Group, seq, frames_ctrl: np.ndarray, pv, coco: np.nd
 
 def generate_take(root: Path, cfg: SynthConfig, index: int, body: BodyModel, identity: dict) -> dict:
     """Generate one take under ``root`` and return its ``takes.json`` entry."""
+    if cfg.annotation_offset is not None and np.asarray(cfg.annotation_offset, dtype=float).shape != (17, 3):
+        raise ValueError("annotation_offset must be a (17, 3) array of metres")
     rng = np.random.default_rng([cfg.seed, index])
     uid = take_uid_for(cfg.seed, index)
     name = f"{cfg.take_name_prefix}_{cfg.seed}_{index:03d}"
