@@ -173,5 +173,7 @@ def test_windowed_fit_matches_the_single_window_fit(default_root, fitted):
     ref = r["joints/smplx"][:, :22]
     ok = np.isfinite(ref).all((-1, -2))
     assert np.nanmedian(np.linalg.norm(J[ok] - ref[ok], axis=-1)) < 0.02
-    # no jump at the seams: frame-to-frame motion stays physical (< 0.25 m per 50 ms)
-    assert np.linalg.norm(np.diff(J, axis=0), axis=-1).max() < 0.25
+    # no jump at the seams: frame-to-frame motion stays as in the one-window fit
+    step = np.linalg.norm(np.diff(J, axis=0), axis=-1).max(-1)
+    step_ref = np.linalg.norm(np.diff(np.nan_to_num(ref), axis=0), axis=-1).max(-1)[ok[1:] & ok[:-1]]
+    assert step.max() < 1.5 * step_ref.max()
