@@ -165,7 +165,8 @@ def test_windowed_fit_matches_the_single_window_fit(default_root, fitted):
     rig_params, T = r["cameras/params"], np.linalg.inv(r["cameras/T_world_cam"])
     sel = r["association/det_index"] >= 0
     w = r["association/confidence"] * r["association/assoc_conf"][..., None] * sel[..., None]
-    inp = FitInputs(20.0, r["association/keypoints"], w, r["grid/frame_index"], r["triangulation/points"], rig_params, T)
+    kp, tri = r["association/keypoints"], r["triangulation/points"]
+    inp = FitInputs(20.0, kp, w, r["grid/frame_index"], tri, rig_params, T)
     body = BodyModel(vertex_keypoints=FACE_KEYPOINTS)
     res = fit_take(body, inp, FitConfig(window=80, overlap=20, iters=(60, 120, 60)))
     assert res.losses["windows"] >= 3
