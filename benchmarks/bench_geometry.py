@@ -13,9 +13,8 @@ import time
 import cv2
 import numpy as np
 
-from motionkit.geometry.camera import Camera, CameraRig
+from motionkit.geometry.camera import Camera, CameraRig, look_at
 from motionkit.geometry.fisheye import kb3_unproject, kb3_unproject_np
-from motionkit.geometry.rotations import make_transform
 from motionkit.geometry.triangulation import triangulate
 
 REP = np.array([1761.275757, 1761.275757, 1920.0, 1080.0, 0.036902, 0.057131, -0.057154, 0.018458])
@@ -56,15 +55,11 @@ def bench_unproject(n=1_000_000):
 
 
 def make_rig():
-    def look(c, t):
-        z = (t - c) / np.linalg.norm(t - c)
-        x = np.cross(z, [0, 0, 1.0])
-        x /= np.linalg.norm(x)
-        return make_transform(np.stack([x, np.cross(z, x), z], 1), c)
-
     angles = np.linspace(0, 2 * np.pi, 4, endpoint=False) + 0.3
     centers = [np.array([4 * np.cos(a), 4 * np.sin(a), 1.5]) for a in angles]
-    cams = [Camera(f"cam0{i + 1}", 3840, 2160, REP, look(c, np.array([0.0, 0.0, 1.0]))) for i, c in enumerate(centers)]
+    cams = [
+        Camera(f"cam0{i + 1}", 3840, 2160, REP, look_at(c, np.array([0.0, 0.0, 1.0]))) for i, c in enumerate(centers)
+    ]
     return CameraRig(cams)
 
 

@@ -7,7 +7,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from motionkit.geometry.fisheye import kb3_project_np, kb3_unproject_np
-from motionkit.geometry.rotations import invert_transform
+from motionkit.geometry.rotations import axis_rotation, invert_transform, make_transform
+
+
+def look_at(center: np.ndarray, target: np.ndarray, roll: float = 0.0) -> np.ndarray:
+    """``T_world_cam (4, 4)`` for a camera at ``center`` looking at ``target`` (world z up, image x level,
+    then ``roll`` radians about the optical axis)."""
+    z = target - center
+    z /= np.linalg.norm(z)
+    x = np.cross(z, [0.0, 0.0, 1.0])
+    x /= np.linalg.norm(x)
+    y = np.cross(z, x)
+    R = np.stack([x, y, z], axis=1) @ axis_rotation("z", roll)
+    return make_transform(R, center)
 
 
 @dataclass(frozen=True)

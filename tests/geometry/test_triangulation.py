@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from motionkit.data.egoexo4d import EgoExoDataset
-from motionkit.geometry.camera import Camera, CameraRig
+from motionkit.geometry.camera import Camera, CameraRig, look_at
 from motionkit.geometry.rotations import make_transform
 from motionkit.geometry.triangulation import RESIDUAL_REJECTED, TOO_FEW_VIEWS, prune_far_cameras, triangulate
 
@@ -67,16 +67,10 @@ def test_exact_data_is_exact(scene):
 
 
 def two_cams():
-    def look(c, t):
-        z = (t - c) / np.linalg.norm(t - c)
-        x = np.cross(z, [0, 0, 1.0])
-        x /= np.linalg.norm(x)
-        return make_transform(np.stack([x, np.cross(z, x), z], 1), c)
-
     p = np.array([1700.0, 1700.0, 1920, 1080, 0.03, 0.05, -0.05, 0.02])
     tgt = np.array([0.0, 0.0, 1.0])
     cams = [
-        Camera(f"c{i}", 3840, 2160, p, look(np.array(c, float), tgt))
+        Camera(f"c{i}", 3840, 2160, p, look_at(np.array(c, float), tgt))
         for i, c in enumerate([(4, 0, 1.5), (0, 4, 1.5), (-4, 0, 1.5), (0, -4, 1.5)])
     ]
     return CameraRig(cams)

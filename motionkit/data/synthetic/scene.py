@@ -7,24 +7,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from motionkit.conventions import COCO17_FLIP, SMPLX_TO_COCO17
-from motionkit.geometry.camera import Camera, CameraRig
-from motionkit.geometry.rotations import axis_rotation, make_transform
+from motionkit.geometry.camera import Camera, CameraRig, look_at
 
 VISIBLE_FRACTION = (
     0.3  # a person counts as visible (and is detected) with >= 30 % of COCO joints unoccluded in the image
 )
 GOPRO_K = np.array([0.036902, 0.057131, -0.057154, 0.018458])  # representative GoPro KB3 (cameras.md)
-
-
-def look_at(center: np.ndarray, target: np.ndarray, roll: float = 0.0) -> np.ndarray:
-    """``T_world_cam (4, 4)`` for a camera at ``center`` looking at ``target`` (world z up, no roll)."""
-    z = target - center
-    z /= np.linalg.norm(z)
-    x = np.cross(z, [0.0, 0.0, 1.0])
-    x /= np.linalg.norm(x)
-    y = np.cross(z, x)
-    R = np.stack([x, y, z], axis=1) @ axis_rotation("z", roll)
-    return make_transform(R, center)
 
 
 def make_gopro_rig(
