@@ -62,6 +62,23 @@ def main(takes: int = 3) -> None:
             cov = 100 * np.mean(r["valid"])
             row = f"| {dev:<6} | {info.take_name:<14} | {total:8.1f} | {tf:6.1f} | {n / tf:9.1f} |"
             print(f"{row} {pa:11.1f} | {mp:8.1f} | {cov:7.1f}% |")
+        # all takes as one batch of independent problems (what a GPU needs to be kept busy)
+        from motionkit.body.fitting import FACE_KEYPOINTS, fit_batch
+        from motionkit.body.fitting import FitConfig as BodyFitConfig
+        from motionkit.body.model import BodyModel
+        from motionkit.data.store import read_result
+        from motionkit.pipeline import build_fit_inputs
+
+        inputs = [build_fit_inputs(read_result(tmp / f"out_{dev}" / f"{i.take_uid}.h5"), ds.take(i.take_uid).rig, 20.0)
+                  for i in infos]  # fmt: skip
+        body = BodyModel(vertex_keypoints=FACE_KEYPOINTS)
+        t0 = time.perf_counter()
+        fit_batch(body, inputs, BodyFitConfig(device=dev))
+        tb = time.perf_counter() - t0
+        n = sum(len(x.keypoints) for x in inputs)
+        label = f"{len(inputs)} batched"
+        blank = f"| {'':>11} | {'':>8} | {'':>8} |"
+        print(f"| {dev:<6} | {label:<14} | {'':>8} | {tb:6.1f} | {n / tb:9.1f} {blank}")
 
 
 if __name__ == "__main__":

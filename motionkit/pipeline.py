@@ -293,11 +293,24 @@ def _valid_frames(n_views: np.ndarray, fps: float, max_gap_s: float) -> np.ndarr
     return valid
 
 
-def stage_fit(ctx: StageContext) -> None:
-    import torch
+def build_fit_inputs(r: TakeResult, rig, fps: float):
+    """``FitInputs`` from a result holding the association and triangulation stages: selected keypoints
+    weighted by confidence x association confidence; observations that triangulation rejected
+    (outliers, swapped labels) and pruned cameras get no weight."""
+    from motionkit.body.fitting import FitInputs
 
+    kept = r["triangulation/camera_kept"].astype(bool)
+    sel = (r["association/det_index"] >= 0) & kept[None]
+    w = r["association/confidence"] * r["association/assoc_conf"][..., None] * sel[..., None]
+    tri_ok = r["triangulation/status"] == 0
+    w = np.where(tri_ok[:, None, :] & ~r["triangulation/inlier"].astype(bool), 0.0, w)
+    return FitInputs(fps, r["association/keypoints"], w, r["grid/frame_index"], r["triangulation/points"], rig.params,
+                     rig.T_cam_world)  # fmt: skip
+
+
+def stage_fit(ctx: StageContext) -> None:
     from motionkit.body.fitting import FitConfig as BodyFitConfig
-    from motionkit.body.fitting import FitInputs, fit_take
+    from motionkit.body.fitting import fit_take
 
     r = ctx.result
     take = ctx.take
@@ -308,21 +321,8 @@ def stage_fit(ctx: StageContext) -> None:
     n_views = sel.sum(1)
     if not (n_views >= 2).any():
         raise DataError(take.take_dir, "no wearer found: no frame has the wearer selected in 2 or more views")
+    inp = build_fit_inputs(r, take.rig, ctx.config.fps)
     fps = ctx.config.fps
-    w = r["association/confidence"] * r["association/assoc_conf"][..., None] * sel[..., None]
-    tri_ok = r["triangulation/status"] == 0
-    # observations that triangulation rejected (outliers, swapped labels) do not pull the fit
-    w = np.where(tri_ok[:, None, :] & ~r["triangulation/inlier"].astype(bool), 0.0, w)
-    rig = take.rig
-    inp = FitInputs(
-        fps,
-        r["association/keypoints"],
-        w,
-        r["grid/frame_index"],
-        r["triangulation/points"],
-        rig.params,
-        rig.T_cam_world,
-    )
     bcfg = BodyFitConfig(device=ctx.config.device, iters=tuple(ctx.config.fit_iters))
     body = BodyModel.load(ctx.config.body_model, vertex_keypoints=FACE_KEYPOINTS)
     total = sum(bcfg.iters) * max(1, int(np.ceil(len(inp.keypoints) / (bcfg.window - bcfg.overlap))))
@@ -331,7 +331,6 @@ def stage_fit(ctx: StageContext) -> None:
         from tqdm import tqdm
 
         bar = tqdm(total=total, desc="fit", unit="it", leave=False, mininterval=1.0)
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     out = fit_take(body, inp, bcfg, progress=bar.update if bar is not None else None)
     if bar is not None:
         bar.close()

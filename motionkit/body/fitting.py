@@ -17,7 +17,7 @@ import torch
 
 from motionkit.body.model import BodyModel
 from motionkit.conventions import SMPLX_PARENTS, SMPLX_TO_COCO17, TAKE_FPS, TORSO_COCO17, TORSO_SMPLX
-from motionkit.geometry.fisheye import kb3_project_torch, theta_max_np
+from motionkit.geometry.fisheye import kb3_project_torch
 
 FACE_KEYPOINTS = ("nose", "right_eye", "left_eye", "right_ear", "left_ear")
 # joint limits (SMPLify's angle prior): (SMPL-X joint, axis, min, max) on the local axis-angle
@@ -97,29 +97,32 @@ def gmof(r2: torch.Tensor, sigma: float) -> torch.Tensor:
     return r2 / (sigma * sigma + r2)
 
 
-def reprojection_loss(joints_world, R_cw, t_cw, params, obs_px, weight, sigma, tmax):
-    """Robust reprojection of ``joints_world (M, J, 3)`` into ``V`` fisheye cameras against
-    ``obs_px (M, V, J, 2)`` with ``weight (M, V, J)``: ``sum w GMoF(|pi(X) - x|; sigma) / sigma^2 / sum w``.
+def reprojection_loss(joints_world, R_cw, t_cw, params, obs_px, weight, sigma):
+    """Robust reprojection of ``joints_world (..., M, J, 3)`` into ``V`` fisheye cameras
+    (``R_cw (..., V, 3, 3)``, ``t_cw (..., V, 3)``, ``params (..., V, 8)``) against ``obs_px
+    (..., M, V, J, 2)`` with ``weight (..., M, V, J)``: per problem ``sum w GMoF(|pi(X) - x|; sigma) /
+    sigma^2 / sum w``, shape ``(...)``.
 
     One function on purpose: a fused CUDA kernel can replace it.
     """
-    pc = torch.einsum("vij,mkj->mvki", R_cw, joints_world) + t_cw[None, :, None, :]
-    uv, valid = kb3_project_torch(pc, params[None, :, None, :], return_valid=True)
+    pc = torch.einsum("...vij,...mkj->...mvki", R_cw, joints_world) + t_cw[..., None, :, None, :]
+    uv, valid = kb3_project_torch(pc, params[..., None, :, None, :], return_valid=True)
     w = weight * valid
     r2 = ((uv - obs_px) ** 2).sum(-1)
     r2 = torch.where(w > 0, r2, torch.zeros_like(r2))
-    return (w * gmof(r2, sigma)).sum() / w.sum().clamp_min(1e-6)
+    return (w * gmof(r2, sigma)).sum((-1, -2, -3)) / w.sum((-1, -2, -3)).clamp_min(1e-6)
 
 
 def limit_loss(body_pose_rotvec: torch.Tensor) -> torch.Tensor:
-    """Squared hinge on forbidden local rotations (``JOINT_LIMITS``), ``(M, 21, 3)`` axis-angle."""
-    loss = body_pose_rotvec.new_zeros(())
+    """Squared hinge on forbidden local rotations (``JOINT_LIMITS``): ``(..., 21, 3)`` axis-angle ->
+    ``(...)`` per frame."""
+    loss = body_pose_rotvec.new_zeros(body_pose_rotvec.shape[:-2])
     for j, axis, lo, hi in JOINT_LIMITS:
-        a = body_pose_rotvec[:, j - 1, axis]
+        a = body_pose_rotvec[..., j - 1, axis]
         if math.isfinite(lo):
-            loss = loss + torch.relu(lo - a).pow(2).mean()
+            loss = loss + torch.relu(lo - a).pow(2)
         if math.isfinite(hi):
-            loss = loss + torch.relu(a - hi).pow(2).mean()
+            loss = loss + torch.relu(a - hi).pow(2)
     return loss
 
 
@@ -258,76 +261,109 @@ def _obs_interp(fps: float, obs_frame: np.ndarray, M: int, t0_s: float = 0.0):
     return m0, m1, w
 
 
-def fit_sequence(
-    body: BodyModel, inp: FitInputs, cfg: FitConfig | None = None, betas: np.ndarray | None = None, progress=None
-) -> FitOutput:
-    """Fit one SMPL-X sequence (one window) to multi-view keypoints; see the module docstring.
+def fit_sequence(body: BodyModel, inp: FitInputs, cfg: FitConfig | None = None, betas: np.ndarray | None = None,
+                 progress=None) -> FitOutput:  # fmt: skip
+    """Fit one SMPL-X sequence (one take or window) to multi-view keypoints; see ``fit_batch``."""
+    return fit_batch(body, [inp], cfg, None if betas is None else [betas], progress)[0]
 
-    ``betas``: a fixed shape (long takes fit it once first); otherwise initialised from limb lengths
-    and optimised in stage C. ``progress``: optional callable(int) advanced once per iteration.
+
+def _pad(a: np.ndarray, n: int, axis: int = 0) -> np.ndarray:
+    """Pad ``a`` to length ``n`` along ``axis`` by repeating its last entry."""
+    if a.shape[axis] == n:
+        return a
+    idx = np.minimum(np.arange(n), a.shape[axis] - 1)
+    return np.take(a, idx, axis=axis)
+
+
+def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: FitConfig | None = None,
+              betas: list[np.ndarray] | None = None, progress=None) -> list[FitOutput]:  # fmt: skip
+    """Fit several independent sequences at once (stacked on a leading problem axis, padded to the
+    longest one and to the most views): every loss is computed per problem and then summed, so with
+    Adam's per-parameter updates the problems stay independent, while a GPU sees one large batch.
+
+    ``betas``: fixed shapes, one per problem (long takes fit it first); otherwise initialised from
+    limb lengths and optimised in stage C. ``progress``: optional callable(int), once per iteration.
     """
     cfg = cfg or FitConfig()
     dev = torch.device(cfg.device)
     dt = torch.float32
-    M, V = inp.keypoints.shape[:2]
+    P = len(inputs)
+    Ms = [len(x.keypoints) for x in inputs]
+    M, V = max(Ms), max(x.keypoints.shape[1] for x in inputs)
     body = body.to(dev)
     fixed_betas = betas is not None
-    b0 = init_shape(body, inp.tri) if betas is None else np.asarray(betas, dtype=np.float64)
-    R0, P0, T0 = init_pose(body, b0, inp.tri)
+    b0 = [init_shape(body, x.tri) for x in inputs] if betas is None else [np.asarray(b, np.float64) for b in betas]
+    inits = [init_pose(body, b, x.tri) for b, x in zip(b0, inputs, strict=True)]
 
     def T(x):
         return torch.as_tensor(np.ascontiguousarray(x), dtype=dt, device=dev)
 
-    go = T(R0[..., :, :2]).clone().requires_grad_(True)  # 6D (first two columns) of the global orientation
-    pose = T(P0[..., :, :2]).clone().requires_grad_(True)
-    transl = T(T0).clone().requires_grad_(True)
-    betas_t = T(b0).clone().requires_grad_(not fixed_betas)
-    kp = T(np.nan_to_num(inp.keypoints))
-    wt = T(np.where(np.isfinite(inp.keypoints).all(-1), inp.weights, 0.0))
-    tri = T(np.nan_to_num(inp.tri))
-    tri_w = T(np.isfinite(inp.tri).all(-1).astype(np.float32))
-    Tcw = T(inp.T_cam_world)
-    params = T(inp.params)
-    tmax = theta_max_np(inp.params)
-    m0, m1, w = _obs_interp(inp.fps, inp.obs_frame, M, inp.t0_s)
-    m0, m1, wj = torch.as_tensor(m0, device=dev), torch.as_tensor(m1, device=dev), T(w)[:, None, None]
+    def views(a, fill):  # pad the camera axis (axis 1 of per-frame arrays, 0 of camera arrays)
+        return a if a.shape[0] == V else np.concatenate([a, np.full((V - a.shape[0], *a.shape[1:]), fill)], 0)
+
+    kp = np.stack(
+        [_pad(np.moveaxis(views(np.moveaxis(np.nan_to_num(x.keypoints), 1, 0), 0.0), 0, 1), M) for x in inputs]
+    )
+    wt = np.stack([_pad(np.moveaxis(views(np.moveaxis(np.where(np.isfinite(x.keypoints).all(-1), x.weights, 0.0), 1, 0),
+                                          0.0), 0, 1), M) for x in inputs])  # fmt: skip
+    frame_ok = np.stack([np.arange(M) < m for m in Ms]).astype(np.float32)  # (P, M) real frames
+    wt = wt * frame_ok[:, :, None, None]
+    tri_np = np.stack([_pad(x.tri, M) for x in inputs])
+    tri_w = T(np.isfinite(tri_np).all(-1) * frame_ok[:, :, None])
+    tri = T(np.nan_to_num(tri_np))
+    Tcw = T(np.stack([np.concatenate([x.T_cam_world, np.tile(np.eye(4), (V - len(x.T_cam_world), 1, 1))])
+                      for x in inputs]))  # fmt: skip
+    params = T(np.stack([np.concatenate([x.params, np.tile(x.params[:1], (V - len(x.params), 1))]) for x in inputs]))
+    interp = [_obs_interp(x.fps, x.obs_frame, m, x.t0_s) for x, m in zip(inputs, Ms, strict=True)]
+    m0 = torch.as_tensor(np.stack([_pad(a[0], M) for a in interp]), device=dev)
+    m1 = torch.as_tensor(np.stack([_pad(a[1], M) for a in interp]), device=dev)
+    wj = T(np.stack([_pad(a[2], M) for a in interp]))[..., None, None]
+    fps = torch.as_tensor([x.fps for x in inputs], dtype=dt, device=dev)
+    go = T(np.stack([_pad(r[0], M) for r in inits])[..., :, :2]).clone().requires_grad_(True)  # 6D (two columns)
+    pose = T(np.stack([_pad(r[1], M) for r in inits])[..., :, :2]).clone().requires_grad_(True)
+    transl = T(np.stack([_pad(r[2], M) for r in inits])).clone().requires_grad_(True)
+    betas_t = T(np.stack(b0)).clone().requires_grad_(not fixed_betas)
+    kp, wt = T(kp), T(wt)
+    fm = T(frame_ok)
     coco = torch.as_tensor(SMPLX_TO_COCO17, device=dev)
     torso = torch.as_tensor(TORSO_COCO17, device=dev)
-    fps2 = inp.fps**2
-
-    def rot6(x):
-        return roma.special_gramschmidt(x)
+    pidx = torch.arange(P, device=dev)[:, None]
 
     def forward():
-        Rg = rot6(go)
-        Rp = rot6(pose)
-        J = body(betas_t.expand(M, 10), Rg, Rp, transl)
-        return J, Rg, Rp
+        Rg = roma.special_gramschmidt(go)
+        Rp = roma.special_gramschmidt(pose)
+        return body(betas_t[:, None].expand(P, M, 10), Rg, Rp, transl), Rg, Rp
+
+    def masked_mean(x, w):  # per problem
+        return (x * w).sum(tuple(range(1, x.dim()))) / w.sum(tuple(range(1, w.dim()))).clamp_min(1)
 
     def losses(stage: int):
         J, Rg, Rp = forward()
-        Jc = J[:, coco]
+        Jc = J[..., coco, :]
         out = {}
         if stage >= 1:
-            Jo = (1 - wj) * Jc[m0] + wj * Jc[m1]  # model joints at each observation's exact time
+            Jo = (1 - wj) * Jc[pidx, m0] + wj * Jc[pidx, m1]  # model joints at each observation's exact time
             out["rep"] = cfg.w_rep * reprojection_loss(
-                Jo, Tcw[:, :3, :3], Tcw[:, :3, 3], params, kp, wt, cfg.sigma_px, tmax
+                Jo, Tcw[..., :3, :3], Tcw[..., :3, 3], params, kp, wt, cfg.sigma_px
             )
         sel = slice(None) if stage >= 1 else torso
-        d2 = ((Jc[:, sel] - tri[:, sel]) ** 2).sum(-1)
+        d2 = ((Jc[:, :, sel] - tri[:, :, sel]) ** 2).sum(-1)
         w3 = cfg.w_3d[0] if stage < 2 else cfg.w_3d[1]
-        out["3d"] = w3 * (tri_w[:, sel] * gmof(d2, cfg.sigma_3d_m)).sum() / tri_w[:, sel].sum().clamp_min(1)
+        out["3d"] = w3 * masked_mean(gmof(d2, cfg.sigma_3d_m), tri_w[:, :, sel])
         if M >= 3:
-            acc = (J[2:, :55] - 2 * J[1:-1, :55] + J[:-2, :55]) * fps2
-            out["smooth"] = cfg.w_smooth * (acc**2).sum(-1).mean()
-            out["orient"] = cfg.w_orient_smooth * ((go[1:] - go[:-1]) ** 2).sum((-1, -2)).mean()
+            acc = (J[:, 2:, :55] - 2 * J[:, 1:-1, :55] + J[:, :-2, :55]) * (fps**2)[:, None, None, None]
+            w_acc = fm[:, 2:] * fm[:, 1:-1] * fm[:, :-2]
+            out["smooth"] = cfg.w_smooth * masked_mean((acc**2).sum(-1).mean(-1), w_acc)
+            out["orient"] = cfg.w_orient_smooth * masked_mean(
+                ((go[:, 1:] - go[:, :-1]) ** 2).sum((-1, -2)), fm[:, 1:] * fm[:, :-1]
+            )
         if stage >= 1:
             rv = roma.rotmat_to_rotvec(Rp)
-            out["pose"] = cfg.w_pose * (rv**2).sum((-1, -2)).mean()
-            out["limits"] = cfg.w_limits * limit_loss(rv)
+            out["pose"] = cfg.w_pose * masked_mean((rv**2).sum((-1, -2)), fm)
+            out["limits"] = cfg.w_limits * masked_mean(limit_loss(rv), fm)
         if stage >= 2 and not fixed_betas:
-            out["shape"] = cfg.w_shape * (betas_t**2).sum()
-        return out
+            out["shape"] = cfg.w_shape * (betas_t**2).sum(-1)
+        return out  # every term is (P,)
 
     history = {}
     stages = ((0, [go, transl]), (1, [go, transl, pose]), (2, [go, transl, pose] + ([] if fixed_betas else [betas_t])))
@@ -335,32 +371,36 @@ def fit_sequence(
         opt = torch.optim.Adam(vars_, lr=cfg.lr)
         for _ in range(n_it):
             terms = losses(stage)
-            loss = sum(terms.values())
+            loss = sum(t.sum() for t in terms.values())
             opt.zero_grad()
             loss.backward()
             opt.step()
             if progress is not None:
                 progress(1)
-        history[f"stage_{'ABC'[stage]}"] = {k: float(v.detach()) for k, v in terms.items()}
+        if n_it:
+            history[f"stage_{'ABC'[stage]}"] = {k: v.detach().cpu().numpy() for k, v in terms.items()}
 
     with torch.no_grad():
         J, Rg, Rp = forward()
-        Jc = J[:, coco]
-        Jo = (1 - wj) * Jc[m0] + wj * Jc[m1]
-        pc = torch.einsum("vij,mkj->mvki", Tcw[:, :3, :3], Jo) + Tcw[None, :, None, :3, 3]
-        uv = kb3_project_torch(pc, params[None, :, None, :])
+        Jc = J[..., coco, :]
+        Jo = (1 - wj) * Jc[pidx, m0] + wj * Jc[pidx, m1]
+        pc = torch.einsum("pvij,pmkj->pmvki", Tcw[..., :3, :3], Jo) + Tcw[:, None, :, None, :3, 3]
+        uv = kb3_project_torch(pc, params[:, None, :, None, :])
         e = ((uv - kp) ** 2).sum(-1).sqrt()
         used = wt > 0
         reproj = torch.where(used.any(-1), (torch.where(used, e, 0).sum(-1) / used.sum(-1).clamp_min(1)), float("nan"))
-    return FitOutput(
-        betas=betas_t.detach().cpu().double().numpy(),
-        global_orient=roma.rotmat_to_rotvec(Rg).cpu().double().numpy(),
-        body_pose=roma.rotmat_to_rotvec(Rp).cpu().double().numpy(),
-        transl=transl.detach().cpu().double().numpy(),
-        joints=J.cpu().double().numpy(),
-        reproj_px=reproj.cpu().double().numpy(),
-        losses=history,
-    )
+        go_rv = roma.rotmat_to_rotvec(Rg).cpu().double().numpy()
+        bp_rv = roma.rotmat_to_rotvec(Rp).cpu().double().numpy()
+    outs = []
+    for k, (x, m) in enumerate(zip(inputs, Ms, strict=True)):
+        v = x.keypoints.shape[1]
+        outs.append(FitOutput(
+            betas=betas_t[k].detach().cpu().double().numpy(), global_orient=go_rv[k, :m], body_pose=bp_rv[k, :m],
+            transl=transl[k, :m].detach().cpu().double().numpy(), joints=J[k, :m].cpu().double().numpy(),
+            reproj_px=reproj[k, :m, :v].cpu().double().numpy(),
+            losses={st: {n: float(val[k]) for n, val in terms.items()} for st, terms in history.items()},
+        ))  # fmt: skip
+    return outs
 
 
 def eye_midpoint(joints: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
