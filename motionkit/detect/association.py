@@ -17,6 +17,7 @@ synthetic takes the wearer stays below 1.3 and people in front of the wearer abo
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,7 +45,6 @@ class AssociationConfig:
     foot_scale_m: float = 0.5  # ground offset that counts as much as a head distance of tau
     max_mismatch: float = 1.38  # reject when delta / tau + ground offset / foot_scale_m exceeds this
     ground_match_m: float = 0.25  # feet this close below the anchor rescue a head point that is off (face hidden)
-    body_below_head_m: float = 1.5
 
 
 @dataclass
@@ -100,12 +100,9 @@ def head_points(box: np.ndarray, kp: np.ndarray, conf: np.ndarray, conf_min: flo
     face = np.asarray(COCO17_FACE)
     ok = (conf[:, face] >= conf_min) & np.isfinite(kp[:, face]).all(-1)
     n = ok.sum(1)
-    with np.errstate(all="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            med = np.nanmedian(np.where(ok[..., None], kp[:, face], np.nan), axis=1)
+    with warnings.catch_warnings():  # rows without a face keypoint: all-NaN median, replaced below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        med = np.nanmedian(np.where(ok[..., None], kp[:, face], np.nan), axis=1)
     top = np.stack([(box[:, 0] + box[:, 2]) / 2, box[:, 1] + 0.1 * (box[:, 3] - box[:, 1])], 1)
     return np.where((n > 0)[:, None], med, top)
 
@@ -122,15 +119,13 @@ def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def project_anchor(rig: CameraRig, anchor_pos: np.ndarray, anchor_ok: np.ndarray, cfg: AssociationConfig):
-    """Anchor pixels ``(F, V, 2)``, validity ``(F, V)`` and the expected pixel height of the body
-    below the head ``(F, V)`` (head and a point ``body_below_head_m`` lower, both projected)."""
-    pts = np.stack([anchor_pos, anchor_pos - [0.0, 0.0, cfg.body_below_head_m]], axis=1)  # (F, 2, 3)
-    uv, ok = rig.project(np.nan_to_num(pts), return_valid=True)  # (F, V, 2, 2)
-    a_uv = uv[:, :, 0]
-    inside = np.stack([c.in_image(a_uv[:, v], cfg.anchor_margin) for v, c in enumerate(rig)], axis=1)
-    valid = anchor_ok[:, None] & ok[:, :, 0] & inside
-    height = np.linalg.norm(uv[:, :, 1] - uv[:, :, 0], axis=-1)
-    return np.where(valid[..., None], a_uv, np.nan), valid, np.where(ok[:, :, 1], height, np.nan)
+    """Anchor pixels ``(F, V, 2)`` and validity ``(F, V)``: in front of the camera, within the model's
+    angle and inside the image enlarged by ``anchor_margin`` on each side."""
+    uv, ok = rig.project(np.nan_to_num(anchor_pos)[:, None], return_valid=True)  # (F, V, 1, 2)
+    uv, ok = uv[:, :, 0], ok[:, :, 0]
+    inside = np.stack([c.in_image(uv[:, v], cfg.anchor_margin) for v, c in enumerate(rig)], axis=1)
+    valid = anchor_ok[:, None] & ok & inside
+    return np.where(valid[..., None], uv, np.nan), valid
 
 
 def ground_offsets(
@@ -190,7 +185,7 @@ def select_wearer(
     """
     cfg = cfg or AssociationConfig()
     F, V = len(frames), len(rig)
-    a_uv, a_valid, exp_h = project_anchor(rig, anchor_pos, anchor_ok, cfg)
+    a_uv, a_valid = project_anchor(rig, anchor_pos, anchor_ok, cfg)
     cam_of_obs = np.array([rig.names.index(n) if n in rig.names else -1 for n in obs.camera_names])
     ocam = cam_of_obs[obs.camera] if len(obs) else np.zeros(0, int)
     keep = (ocam >= 0) & (obs.score >= cfg.det_min_score) & np.isin(obs.frame_index, frames)
@@ -203,7 +198,7 @@ def select_wearer(
     heads = head_points(obs.box[idx], obs.keypoints[idx], obs.keypoint_conf[idx], cfg.face_conf_min)
     delta = np.linalg.norm(heads - a_uv[fi, vi], axis=-1)  # NaN where the anchor is invalid
     foot_off, floor_z = ground_offsets(rig, obs.box[idx], vi, anchor_pos[fi], delta, cfg)
-    too_big = np.zeros(len(idx), dtype=bool)  # set per camera once its threshold is known
+    in_front = np.zeros(len(idx), dtype=bool)  # set per camera once its threshold is known
 
     out_box = np.full((F, V, 4), np.nan)
     out_score = np.full((F, V), np.nan)
@@ -240,7 +235,7 @@ def select_wearer(
         # the joint head/ground mismatch: someone standing in front of the wearer (NaN ground: head only)
         with np.errstate(over="ignore", invalid="ignore"):
             mismatch = delta[sel_v] / t + np.nan_to_num(foot_off[sel_v], nan=0.0, posinf=1e9) / cfg.foot_scale_m
-        too_big[sel_v] = mismatch > cfg.max_mismatch
+        in_front[sel_v] = mismatch > cfg.max_mismatch
         # pass 2: track and re-detect, in time order
         state = None  # previous selected box
         blind = 0
@@ -253,7 +248,7 @@ def select_wearer(
                 if state is not None and blind < cfg.max_blind_frames and len(cand):
                     ious = _iou(state, obs.box[idx[cand]])
                     k = int(np.argmax(ious))
-                    if ious[k] >= cfg.iou_track and not too_big[cand[k]]:
+                    if ious[k] >= cfg.iou_track and not in_front[cand[k]]:
                         chosen = cand[k]
                 if chosen is None:
                     state = None
@@ -271,8 +266,8 @@ def select_wearer(
                 state = None
                 continue
             dc = delta[cand]
-            okc = ~too_big[cand]
-            if too_big[cand].any():
+            okc = ~in_front[cand]
+            if in_front[cand].any():
                 flags[f, v] |= FLAG_GROUND_REJECTED
             chosen = None
             why = "REDETECT"
