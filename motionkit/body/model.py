@@ -56,8 +56,12 @@ class BodyModel(torch.nn.Module):
         self.register_buffer("kp_posedirs", t(model.posedirs[vid].reshape(len(vid) * 3, 486).T))  # (486, K*3)
         self.register_buffer("kp_weights", t(model.weights[vid]))  # (K, 55)
         self.parents = model.parents.copy()
-        self._levels = [torch.as_tensor(lv) for lv in _depth_levels(self.parents)]
-        self._level_parents = [torch.as_tensor(self.parents[lv.numpy()]) for lv in self._levels]
+        # forward kinematics level by level: (joints, their parents) per depth, as index buffers that
+        # follow the module to its device
+        for d, lv in enumerate(_depth_levels(self.parents)):
+            self.register_buffer(f"_level{d}", torch.as_tensor(lv), persistent=False)
+            self.register_buffer(f"_level_parent{d}", torch.as_tensor(self.parents[lv]), persistent=False)
+        self._n_levels = d + 1
 
     @classmethod
     def load(cls, path=None, **kw) -> BodyModel:
@@ -116,7 +120,8 @@ class BodyModel(torch.nn.Module):
         Gt = Jrest.new_empty(Jrest.shape)
         GR[..., 0, :, :] = R[..., 0, :, :]
         Gt[..., 0, :] = Jrest[..., 0, :]
-        for lv, lp in zip(self._levels, self._level_parents, strict=True):
+        for d in range(self._n_levels):
+            lv, lp = getattr(self, f"_level{d}"), getattr(self, f"_level_parent{d}")
             pR = GR[..., lp, :, :]
             rel = Jrest[..., lv, :] - Jrest[..., lp, :]
             GR[..., lv, :, :] = pR @ R[..., lv, :, :]
