@@ -9,7 +9,6 @@ output made with it as synthetic.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import pickle
 from dataclasses import dataclass
@@ -75,10 +74,6 @@ class BodyModelFile:
                 else "user-supplied SMPL-X model file"
             ),
         }
-
-    @property
-    def identity_json(self) -> str:
-        return json.dumps(self.identity, sort_keys=True)
 
 
 def _sha256(path: Path) -> str:

@@ -74,12 +74,6 @@ class TakeResult:
         if attrs:
             self.group_attrs.setdefault(group, {}).update(attrs)
 
-    def drop_group(self, name: str) -> None:
-        pre = name.rstrip("/") + "/"
-        for k in [k for k in self.arrays if k.startswith(pre)]:
-            del self.arrays[k]
-        self.group_attrs.pop(name, None)
-
     @property
     def stages(self) -> list[str]:
         return json.loads(self.attrs.get("stages", "[]"))

@@ -12,6 +12,7 @@ from motionkit.motion.codes import (
     quarters,
     steps_of,
     temporal_class,
+    trajectory_set,
 )
 from motionkit.motion.trajectory import anchor_trajectory
 
@@ -180,6 +181,7 @@ def test_categories_and_filters():
     assert e.magnitude_class == "very_short" and not e.qa_eligible
     es = extract_events(anchor_trajectory(p, go, fps=30.0), 30.0, filters={"drop_very_short": False})
     assert [x for x in es.events if x.code == "displacement_z"][0].qa_eligible
+    assert trajectory_set(es.events) == []  # very_short steps are not trajectory events
     # with 5 cm units the same step is "short"
     es = extract_events(anchor_trajectory(p, go, fps=30.0), 30.0, preset="motionscript_5cm")
     assert [x for x in es.events if x.code == "displacement_z"][0].magnitude_class == "short"
