@@ -17,7 +17,7 @@ import torch
 
 from motionkit.body.model import BodyModel
 from motionkit.conventions import SMPLX_PARENTS, SMPLX_TO_COCO17, TAKE_FPS, TORSO_COCO17, TORSO_SMPLX
-from motionkit.geometry.fisheye import kb3_project_torch
+from motionkit.geometry.fisheye import kb3_project_torch, theta_max_np
 
 FACE_KEYPOINTS = ("nose", "right_eye", "left_eye", "right_ear", "left_ear")
 # joint limits (SMPLify's angle prior): (SMPL-X joint, axis, min, max) on the local axis-angle
@@ -97,16 +97,17 @@ def gmof(r2: torch.Tensor, sigma: float) -> torch.Tensor:
     return r2 / (sigma * sigma + r2)
 
 
-def reprojection_loss(joints_world, R_cw, t_cw, params, obs_px, weight, sigma):
+def reprojection_loss(joints_world, R_cw, t_cw, params, obs_px, weight, sigma, theta_max=None):
     """Robust reprojection of ``joints_world (..., M, J, 3)`` into ``V`` fisheye cameras
     (``R_cw (..., V, 3, 3)``, ``t_cw (..., V, 3)``, ``params (..., V, 8)``) against ``obs_px
     (..., M, V, J, 2)`` with ``weight (..., M, V, J)``: per problem ``sum w GMoF(|pi(X) - x|; sigma) /
-    sigma^2 / sum w``, shape ``(...)``.
+    sigma^2 / sum w``, shape ``(...)``. ``theta_max (..., V)``: the cameras' valid angles, if precomputed.
 
     One function on purpose: a fused CUDA kernel can replace it.
     """
     pc = torch.einsum("...vij,...mkj->...mvki", R_cw, joints_world) + t_cw[..., None, :, None, :]
-    uv, valid = kb3_project_torch(pc, params[..., None, :, None, :], return_valid=True)
+    tmax = None if theta_max is None else theta_max[..., None, :, None]
+    uv, valid = kb3_project_torch(pc, params[..., None, :, None, :], return_valid=True, theta_max=tmax)
     w = weight * valid
     r2 = ((uv - obs_px) ** 2).sum(-1)
     r2 = torch.where(w > 0, r2, torch.zeros_like(r2))
@@ -314,6 +315,7 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: FitConfig | None = 
     Tcw = T(np.stack([np.concatenate([x.T_cam_world, np.tile(np.eye(4), (V - len(x.T_cam_world), 1, 1))])
                       for x in inputs]))  # fmt: skip
     params = T(np.stack([np.concatenate([x.params, np.tile(x.params[:1], (V - len(x.params), 1))]) for x in inputs]))
+    tmax = T(theta_max_np(params.cpu().double().numpy()))  # (P, V), once: no host sync per iteration
     interp = [_obs_interp(x.fps, x.obs_frame, m, x.t0_s) for x, m in zip(inputs, Ms, strict=True)]
     m0 = torch.as_tensor(np.stack([_pad(a[0], M) for a in interp]), device=dev)
     m1 = torch.as_tensor(np.stack([_pad(a[1], M) for a in interp]), device=dev)
@@ -344,7 +346,7 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: FitConfig | None = 
         if stage >= 1:
             Jo = (1 - wj) * Jc[pidx, m0] + wj * Jc[pidx, m1]  # model joints at each observation's exact time
             out["rep"] = cfg.w_rep * reprojection_loss(
-                Jo, Tcw[..., :3, :3], Tcw[..., :3, 3], params, kp, wt, cfg.sigma_px
+                Jo, Tcw[..., :3, :3], Tcw[..., :3, 3], params, kp, wt, cfg.sigma_px, tmax
             )
         sel = slice(None) if stage >= 1 else torso
         d2 = ((Jc[:, :, sel] - tri[:, :, sel]) ** 2).sum(-1)

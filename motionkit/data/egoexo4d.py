@@ -74,6 +74,8 @@ TRAJECTORY_COLUMNS = (
     "gravity_z_world",
     "quality_score",
 )
+# the columns motionkit reads: timestamp, T_world_device (translation, quaternion x y z w), quality
+TRAJECTORY_USED = (TRAJECTORY_COLUMNS[1], *TRAJECTORY_COLUMNS[3:10], TRAJECTORY_COLUMNS[19])
 ARIA_TS_COLUMN = "aria01_214-1_capture_timestamp_ns"
 QUAT_TOL = 1e-3
 MAX_TS_INTERP_ROWS = 5
@@ -201,20 +203,7 @@ def read_closed_loop_trajectory(path: str | os.PathLike, *, cache: bool = True) 
                 return AriaTrajectory(z["t_us"], z["position"], z["quat_xyzw"], z["quality"])
         except Exception:  # noqa: BLE001 - a broken cache is rebuilt
             pass
-    cols = [
-        header.index(c)
-        for c in (
-            "tracking_timestamp_us",
-            "tx_world_device",
-            "ty_world_device",
-            "tz_world_device",
-            "qx_world_device",
-            "qy_world_device",
-            "qz_world_device",
-            "qw_world_device",
-            "quality_score",
-        )
-    ]
+    cols = [header.index(c) for c in TRAJECTORY_USED]
     try:
         data = np.loadtxt(path, delimiter=",", skiprows=1, usecols=cols, dtype=np.float64, ndmin=2, comments=None)
     except ValueError as exc:

@@ -122,11 +122,12 @@ def kb3_unproject_np(pixels: np.ndarray, params: np.ndarray, *, return_valid: bo
 
 
 # ------------------------------------------------------------------------------------------------ torch
-def kb3_project_torch(points_cam, params, *, return_valid: bool = False):
+def kb3_project_torch(points_cam, params, *, return_valid: bool = False, theta_max=None):
     """Differentiable KB3 projection (see ``kb3_project_np``); invalid points are NaN.
 
     For loss terms use ``return_valid=True`` and mask with ``valid``: gradients of the masked
-    entries are finite (the two-``where`` trick keeps 0/0 out of the graph).
+    entries are finite (the two-``where`` trick keeps 0/0 out of the graph). ``theta_max``: the
+    cameras' valid angle (broadcastable to the points), precomputed by hot loops to avoid a host sync.
     """
     _check_params(params)
     x, y, z = points_cam[..., 0], points_cam[..., 1], points_cam[..., 2]
@@ -141,8 +142,9 @@ def kb3_project_torch(points_cam, params, *, return_valid: bool = False):
     # pinhole limit near the axis: r_d / r -> 1/z (exact to O(theta^2))
     s = torch.where(near_axis, 1.0 / z_safe, rd / r)
     uv = torch.stack([fx * s * x + cx, fy * s * y + cy], dim=-1)
-    tmax = torch.as_tensor(theta_max_np(params.detach().cpu().double().numpy()), device=th.device)
-    valid = (th < tmax.to(th.dtype)) & (z > 0)
+    if theta_max is None:
+        theta_max = torch.as_tensor(theta_max_np(params.detach().cpu().double().numpy()), device=th.device)
+    valid = (th < theta_max.to(th.dtype)) & (z > 0)
     if return_valid:
         return uv, valid
     return torch.where(valid[..., None], uv, torch.full_like(uv, float("nan")))
