@@ -18,8 +18,8 @@ def main(duration: float = 600.0) -> None:
     from motionkit.conventions import fit_grid_frames, nearest_take_frames
     from motionkit.data.egoexo4d import EgoExoDataset
     from motionkit.data.observations import read_observations
-    from motionkit.data.synthetic.writer import SynthConfig, write_synthetic_dataset
     from motionkit.detect.association import select_wearer
+    from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
     t0 = time.perf_counter()
     write_synthetic_dataset(tmp / "ds", SynthConfig(takes=1, seed=3, duration=duration, bystanders=2))

@@ -20,15 +20,15 @@ def main(takes: int = 3) -> None:
     import torch
 
     from motionkit.data.egoexo4d import EgoExoDataset
-    from motionkit.data.synthetic.writer import SynthConfig, write_synthetic_dataset
     from motionkit.eval.metrics import mpjpe, pa_mpjpe
-    from motionkit.pipeline import FitConfig, run_fit
+    from motionkit.pipeline import PipelineConfig, run_fit
+    from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
     write_synthetic_dataset(tmp / "ds", SynthConfig(takes=takes, seed=11, duration=20.0))
     ds = EgoExoDataset(tmp / "ds")
     infos = ds.takes()
     run_fit(
-        tmp / "ds", infos[0].take_uid, tmp / "warm", FitConfig(), until="triangulate", progress=False
+        tmp / "ds", infos[0].take_uid, tmp / "warm", PipelineConfig(), until="triangulate", progress=False
     )  # JIT warm-up
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     print(
@@ -44,7 +44,7 @@ def main(takes: int = 3) -> None:
         for info in infos:
             t0 = time.perf_counter()
             oc = run_fit(
-                tmp / "ds", info.take_uid, tmp / f"out_{dev}", FitConfig(device=dev), progress=False, plot=False
+                tmp / "ds", info.take_uid, tmp / f"out_{dev}", PipelineConfig(device=dev), progress=False, plot=False
             )
             total = time.perf_counter() - t0
             r = oc.result
@@ -63,8 +63,7 @@ def main(takes: int = 3) -> None:
             row = f"| {dev:<6} | {info.take_name:<14} | {total:8.1f} | {tf:6.1f} | {n / tf:9.1f} |"
             print(f"{row} {pa:11.1f} | {mp:8.1f} | {cov:7.1f}% |")
         # all takes as one batch of independent problems (what a GPU needs to be kept busy)
-        from motionkit.body.fitting import FACE_KEYPOINTS, fit_batch
-        from motionkit.body.fitting import FitConfig as BodyFitConfig
+        from motionkit.body.fitting import FACE_KEYPOINTS, BodyFitConfig, fit_batch
         from motionkit.body.model import BodyModel
         from motionkit.data.store import read_result
         from motionkit.pipeline import build_fit_inputs

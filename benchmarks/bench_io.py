@@ -18,15 +18,15 @@ def main(n_rows: int = 600_000) -> None:
     tmp = Path(tempfile.mkdtemp(prefix="mk_bench_io_"))
     os.environ["MOTIONKIT_HOME"] = str(tmp / "home")
     from motionkit.data.egoexo4d import read_closed_loop_trajectory
-    from motionkit.data.synthetic.writer import _write_trajectory
     from motionkit.geometry.rotations import axis_rotation, make_transform
+    from motionkit.synthetic.writer import write_trajectory_csv
 
     t_us = 10**9 + np.arange(n_rows, dtype=np.int64) * 1000
     s = np.arange(n_rows) / 1000.0
     T = make_transform(axis_rotation("z", 0.3 * s), np.stack([np.sin(s), np.cos(s), 0.1 * s], 1))
     path = tmp / "closed_loop_trajectory.csv"
     t0 = time.perf_counter()
-    _write_trajectory(path, t_us, T)
+    write_trajectory_csv(path, t_us, T)
     t_write = time.perf_counter() - t0
 
     rows = []

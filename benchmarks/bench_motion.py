@@ -12,7 +12,8 @@ import numpy as np
 
 from motionkit.geometry.rotations import axis_rotation
 from motionkit.motion.codes import extract_events
-from motionkit.motion.hml263 import TARGET_SKELETON, joints_to_hml263_batch
+from motionkit.motion.hml263 import joints_to_hml263_batch
+from motionkit.motion.hml263_skeleton import TARGET_SKELETON
 from motionkit.motion.trajectory import anchor_trajectory
 
 

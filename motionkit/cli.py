@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from motionkit import __version__
-from motionkit.data.errors import DataError
+from motionkit.common.errors import DataError
 
 
 def _iters(value: str) -> tuple[int, int, int]:
@@ -49,11 +49,21 @@ def main() -> None:
 @click.option("--seed", default=0, show_default=True, type=int, help="Random seed (output is deterministic).")
 @click.option("--duration", default=20.0, show_default=True, type=click.FloatRange(min=0.1), help="Seconds per take.")
 @click.option(
-    "--bystanders", default=2, show_default=True, type=click.IntRange(min=0), help="People besides the wearer."
+    "--preset",
+    default="realistic",
+    show_default=True,
+    type=click.Choice(["clean", "realistic", "hard"]),
+    help="Difficulty: realistic detector noise, landmarks, calibration and Aria errors (docs/synthetic.md); "
+    "clean = the fitter's own body and joint centres with 3 px noise; hard = everything turned up.",
 )
-@click.option("--cameras", default=4, show_default=True, type=click.IntRange(min=1), help="Static exo GoPros.")
+@click.option(
+    "--bystanders", default=None, type=click.IntRange(min=0), help="People besides the wearer [preset: 2, hard 3]."
+)
+@click.option("--cameras", default=None, type=click.IntRange(min=1), help="Static exo GoPros [preset: 4, hard 3].")
 @click.option("--vertical-camera", is_flag=True, help="Mount one camera in portrait (2160x3840).")
-@click.option("--nan-timesync", is_flag=True, help="Blank some Aria timestamps in timesync.csv.")
+@click.option(
+    "--nan-timesync/--no-nan-timesync", default=None, help="Blank some Aria timestamps in timesync.csv [preset]."
+)
 @click.option("--body-model", default=None, help="SMPL-X file or folder for the bodies (default: synthetic).")
 @click.option(
     "--annotation-offset",
@@ -62,16 +72,18 @@ def main() -> None:
     help="JSON (17, 3) per-joint offsets (m, in each joint's parent frame) added to annotation3D.",
 )
 def synth(
-    root, takes, seed, duration, bystanders, cameras, vertical_camera, nan_timesync, body_model, annotation_offset
-) -> None:
+    root, takes, seed, duration, preset, bystanders, cameras, vertical_camera, nan_timesync, body_model,
+    annotation_offset,
+) -> None:  # fmt: skip
     """Write synthetic takes in the exact Ego-Exo4D layout, with ground truth in gt/ and simulated
     detector output in observations/ (the observation cache format)."""
-    from motionkit.data.synthetic.writer import SynthConfig, write_synthetic_dataset
+    from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
     cfg = SynthConfig(
         takes=takes,
         seed=seed,
         duration=duration,
+        preset=preset,
         bystanders=bystanders,
         cameras=cameras,
         vertical_camera=vertical_camera,
@@ -83,9 +95,31 @@ def synth(
         uids = write_synthetic_dataset(root, cfg, progress=True)
     except DataError as exc:
         _fail(exc)
-    click.echo(f"wrote {len(uids)} synthetic take(s) to {root}")
+    click.echo(f"wrote {len(uids)} synthetic take(s) to {root} (preset {preset})")
     for u in uids:
         click.echo(f"  {u}")
+
+
+@main.command("synth-report")
+@click.argument("root", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--fits",
+    default=None,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Result files of these takes: score the wearer's selected keypoints, raw triangulation and the fit.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def synth_report(root, fits, as_json) -> None:
+    """The realised difficulty of a synthetic dataset: 2D error of the wearer's keypoints, its
+    temporal correlation, swap/outlier/miss rates, landmark offsets, calibration error; with --fits,
+    the accuracy of raw triangulation next to the fit's."""
+    from motionkit.synthetic.difficulty import dataset_difficulty, format_difficulty
+
+    try:
+        rep = dataset_difficulty(root, fits)
+    except DataError as exc:
+        _fail(exc)
+    click.echo(json.dumps(rep, indent=1) if as_json else format_difficulty(rep))
 
 
 @main.command()
@@ -99,8 +133,8 @@ def synth(
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def takes(root, split, as_json) -> None:
     """List the takes of a dataset."""
-    from motionkit.data.demo import ensure_demo_dataset
     from motionkit.data.egoexo4d import EgoExoDataset
+    from motionkit.synthetic.demo import ensure_demo_dataset
 
     try:
         ds = EgoExoDataset(root if root is not None else ensure_demo_dataset())
@@ -124,7 +158,7 @@ def takes(root, split, as_json) -> None:
 
 
 def fit_options(f):
-    """The options that change a fit (shared by ``fit`` and ``batch``); they become a ``FitConfig``."""
+    """The options that change a fit (shared by ``fit`` and ``batch``); they become a ``PipelineConfig``."""
     options = [
         click.option("--fps", default=20.0, show_default=True, type=click.FloatRange(min=1.0, max=30.0),
                      help="Output frame rate on the 30 fps take timeline."),
@@ -154,9 +188,9 @@ FIT_OPTION_NAMES = ("fps", "body_model", "timesync_offset", "device", "detector"
 
 
 def _fit_config(kw: dict):
-    from motionkit.pipeline import FitConfig
+    from motionkit.pipeline import PipelineConfig
 
-    return FitConfig(**{k: kw.pop(k) for k in FIT_OPTION_NAMES})
+    return PipelineConfig(**{k: kw.pop(k) for k in FIT_OPTION_NAMES})
 
 
 @main.command()
@@ -181,8 +215,8 @@ def _fit_config(kw: dict):
 def fit(take_id, root, out_dir, until, as_json, **kw) -> None:
     """Fit one take: load -> anchor -> detect -> keypoints -> associate -> triangulate -> fit ->
     motion -> evaluate, and write <out>/<take_uid>.h5 with two PNGs beside it."""
-    from motionkit.data.demo import ensure_demo_dataset
     from motionkit.pipeline import STAGES, run_fit
+    from motionkit.synthetic.demo import ensure_demo_dataset
 
     cfg = _fit_config(kw)
     if until is not None and until not in STAGES:
@@ -251,7 +285,7 @@ def codes(path, preset, as_json, plot) -> None:
     Writes <stem>.codes.json (and a PNG: top-down trajectory with event markers, and a timeline of
     events per code) beside each result file.
     """
-    from motionkit.data.atomic import write_json_atomic
+    from motionkit.common.files import write_json_atomic
     from motionkit.data.store import read_result
     from motionkit.motion.derive import derive_motion, fit_arrays
     from motionkit.viz import empty_plot, plot_trajectory_events
@@ -318,7 +352,7 @@ def features(path, out_path, variant) -> None:
     """
     import numpy as np
 
-    from motionkit.data.atomic import atomic_path, write_json_atomic
+    from motionkit.common.files import atomic_path, write_json_atomic
     from motionkit.data.store import read_result
     from motionkit.motion.derive import derive_motion, fit_arrays
 

@@ -78,9 +78,9 @@ SMPLX_VERTEX_KEYPOINTS: tuple[tuple[str, int], ...] = (
 SMPLX_NUM_VERTICES = 10475
 SMPLX_NUM_OUTPUT_JOINTS = SMPLX_NUM_JOINTS + len(SMPLX_VERTEX_KEYPOINTS)  # 76
 
-# SMPL-X output index of each COCO-17 joint, in COCO order (fitting.md section 6)
+# SMPL-X output index of each COCO-17 joint, in COCO order
 SMPLX_TO_COCO17 = np.array([55, 57, 56, 59, 58, 16, 17, 18, 19, 20, 21, 1, 2, 4, 5, 7, 8])
-# Parent SMPL-X joint whose frame carries each COCO joint's convention offset (evaluation.md s.3)
+# Parent SMPL-X joint whose frame carries each COCO joint's convention offset (docs/pipeline.md, "evaluate")
 COCO17_OFFSET_PARENT = np.array([15, 15, 15, 15, 15, 13, 14, 16, 17, 18, 19, 0, 0, 1, 2, 4, 5])
 # torso joints used for the closed-form global alignment: SMPL-X (1, 2, 16, 17) <-> COCO (11, 12, 5, 6)
 TORSO_SMPLX = np.array([1, 2, 16, 17])

@@ -10,18 +10,20 @@ is resumed by running it again.
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
 import os
 import socket
 import time
 import traceback
 from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from motionkit import __version__
-from motionkit.data.errors import DataError
-from motionkit.data.store import config_hash, read_result, result_path
-from motionkit.pipeline import STAGES, FitConfig
+import torch
+
+from motionkit.common.errors import DataError
+from motionkit.pipeline import PipelineConfig, is_complete, run_fit
 
 EXECUTORS = ("local", "ray", "slurm")
 
@@ -43,18 +45,13 @@ class BatchConfig:
 
 def fit_task(root: str, take_uid: str, out_dir: str, fit_config: dict, attempt: int = 1) -> dict:
     """Run one take; never raises: returns the manifest record (status ``done`` or ``failed``)."""
-    from motionkit.pipeline import run_fit
-
     t0 = time.time()
     rec = {"take": take_uid, "attempt": attempt, "host": socket.gethostname(), "pid": os.getpid()}
     try:
         threads = int(fit_config.pop("_threads", 0) or 0)
         if threads:
-            import torch
-
             torch.set_num_threads(threads)
-        fit_config["fit_iters"] = tuple(fit_config.get("fit_iters", FitConfig().fit_iters))
-        run_fit(root, take_uid, out_dir, FitConfig(**fit_config), progress=False)
+        run_fit(root, take_uid, out_dir, PipelineConfig.from_dict(fit_config), progress=False)
         rec.update(status="done", error="")
     except DataError as exc:
         rec.update(status="failed", error=str(exc))
@@ -62,19 +59,6 @@ def fit_task(root: str, take_uid: str, out_dir: str, fit_config: dict, attempt: 
         rec.update(status="failed", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=5))
     rec["duration_s"] = round(time.time() - t0, 3)
     return rec
-
-
-def is_complete(out_dir: str | Path, take_uid: str, fit_config: FitConfig) -> bool:
-    """A finished result of this take made with the same config and motionkit version."""
-    p = result_path(out_dir, take_uid)
-    if not p.is_file():
-        return False
-    try:
-        r = read_result(p)
-    except DataError:
-        return False
-    return (r.attrs.get("status") == "ok" and r.attrs.get("config_hash") == config_hash(fit_config.to_dict())
-            and r.attrs.get("motionkit_version") == __version__ and r.stages == list(STAGES))  # fmt: skip
 
 
 def _need(module: str):
@@ -87,8 +71,6 @@ def _need(module: str):
 
 
 def _run_local(jobs: list[tuple], bc: BatchConfig) -> Iterator[dict]:
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
 
     with ProcessPoolExecutor(max_workers=bc.workers, mp_context=mp.get_context("spawn")) as ex:
         futs = [ex.submit(fit_task, *j) for j in jobs]
@@ -148,7 +130,7 @@ def _append_manifest(path: Path, rec: dict) -> None:
         os.fsync(fh.fileno())
 
 
-def run_batch(root, out_dir, take_uids: list[str], fit_config: FitConfig, bc: BatchConfig,
+def run_batch(root, out_dir, take_uids: list[str], fit_config: PipelineConfig, bc: BatchConfig,
               on_record: Callable[[dict], None] | None = None) -> dict:  # fmt: skip
     """Fit ``take_uids`` with the chosen executor; returns the summary (done, skipped, failed)."""
     if bc.executor not in EXECUTORS:

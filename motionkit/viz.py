@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from motionkit.data.atomic import atomic_path  # noqa: E402
+from motionkit.common.files import atomic_path  # noqa: E402
+from motionkit.conventions import COCO17_LIMBS  # noqa: E402
+from motionkit.geometry.camera import Camera, CameraRig  # noqa: E402
 from motionkit.motion.codes import CODES, EventSet  # noqa: E402
 from motionkit.motion.trajectory import Trajectory  # noqa: E402
 
 
-def _save(fig, path: str | Path) -> Path:
+def save_figure(fig, path: str | Path) -> Path:
+    """Write ``fig`` as a PNG atomically and close it."""
     path = Path(path)
     with atomic_path(path, suffix=".png") as tmp:
         fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
@@ -60,22 +65,19 @@ def plot_trajectory_events(traj: Trajectory, events: EventSet, path: str | Path,
     tl.set_title("events per code (faded: not QA-eligible; numbers: intensity in units)")
     if title:
         fig.suptitle(title)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def empty_plot(path: str | Path, message: str) -> Path:
     fig, ax = plt.subplots(figsize=(6, 2))
     ax.axis("off")
     ax.text(0.5, 0.5, message, ha="center", va="center")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_association(result, obs, m: int, path: str | Path) -> Path:
     """One processed frame: every view's detections (grey), the projected Aria anchor (red star) and
     the selected wearer box (green) with its reason."""
-    import json
-
-    import numpy as np
 
     names = json.loads(result.group_attrs["association"]["camera_names"])
     sizes = result["cameras/size"]
@@ -110,18 +112,12 @@ def plot_association(result, obs, m: int, path: str | Path) -> Path:
         ax.set_title(f"{names[v]}: {reason} (tau {result['association/tau_px'][v]:.0f} px)", fontsize=10)
         ax.tick_params(labelsize=7)
     fig.suptitle(f"{result.attrs.get('take_name', '')} frame {frame} (30 fps): grey = detections, green = wearer")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_fit_views(result, path: str | Path, n_frames: int = 3) -> Path:
     """The fitted COCO-17 skeleton reprojected into every view (green) over the observed keypoints
     (orange) for a few frames."""
-    import json
-
-    import numpy as np
-
-    from motionkit.conventions import COCO17_LIMBS
-    from motionkit.geometry.camera import Camera, CameraRig
 
     names = json.loads(result.group_attrs["cameras"]["names"])
     rig = CameraRig(
@@ -159,12 +155,11 @@ def plot_fit_views(result, path: str | Path, n_frames: int = 3) -> Path:
             if v == 0:
                 ax.set_ylabel(f"t = {result['time_s'][m]:.2f} s", fontsize=8)
     fig.suptitle("fitted skeleton (green) over the selected 2D keypoints (orange); no video frames in this take")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_topdown(result, path: str | Path) -> Path:
     """Top-down (world x-y) view of the fitted root trajectory, the Aria head anchor and the cameras."""
-    import numpy as np
 
     fig, ax = plt.subplots(figsize=(6.5, 6.5))
     pel = result["joints/smplx"][:, 0]
@@ -186,4 +181,4 @@ def plot_topdown(result, path: str | Path) -> Path:
     ax.legend(loc="best", fontsize=8)
     fig.colorbar(sc, ax=ax, label="time (s)", shrink=0.7)
     ax.set_title(f"{result.attrs.get('take_name', '')}: root trajectory and cameras (top-down)")
-    return _save(fig, path)
+    return save_figure(fig, path)

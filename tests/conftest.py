@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from motionkit.data.synthetic.writer import SynthConfig, write_synthetic_dataset
+from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -60,6 +60,7 @@ def gt_result(
             cpf_source="cad_assumed",
         )
     )
+    res.put("grid", {"frame_pos": pos, "time_s": pos / TAKE_FPS}, fps=fps, n_take_frames=F)
     go = np.where(valid[:, None], r.global_orient, np.nan)
     res.put(
         "smplx",

@@ -12,11 +12,11 @@ import pytest
 
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.store import read_result
-from motionkit.data.synthetic.writer import SynthConfig, write_synthetic_dataset
 from motionkit.distributed import BatchConfig, run_batch
-from motionkit.pipeline import FitConfig, run_fit
+from motionkit.pipeline import PipelineConfig, run_fit
+from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
-FAST = FitConfig(fit_iters=(10, 20, 10))
+FAST = PipelineConfig(fit_iters=(10, 20, 10))
 
 
 @pytest.fixture(scope="module")

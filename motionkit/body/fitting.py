@@ -1,4 +1,4 @@
-"""Multi-view SMPL-X sequence fitting (fitting.md section 4): one optimisation per take, body shape
+"""Multi-view SMPL-X sequence fitting (docs/pipeline.md, "fit"): one optimisation per take, body shape
 shared by the take, robust KB3 reprojection into every selected view, agreement with triangulated
 joints, temporal smoothness in physical units, pose L2 plus joint limits, and a shape prior.
 
@@ -18,6 +18,8 @@ import torch
 from motionkit.body.model import BodyModel
 from motionkit.conventions import SMPLX_PARENTS, SMPLX_TO_COCO17, TAKE_FPS, TORSO_COCO17, TORSO_SMPLX
 from motionkit.geometry.fisheye import kb3_project_torch, theta_max_np
+from motionkit.geometry.interpolation import blend_bracket, fill_gaps_bracket, lerp, slerp_rotmat, slerp_rotvec
+from motionkit.geometry.procrustes import procrustes
 
 FACE_KEYPOINTS = ("nose", "right_eye", "left_eye", "right_ear", "left_ear")
 # joint limits (SMPLify's angle prior): (SMPL-X joint, axis, min, max) on the local axis-angle
@@ -40,8 +42,8 @@ SHAPE_LIMBS = (
 
 
 @dataclass
-class FitConfig:
-    """Weights and schedule (fitting.md 4.3-4.4); defaults tuned on synthetic takes."""
+class BodyFitConfig:
+    """Weights and schedule of the body fit (docs/pipeline.md, "fit"); defaults tuned on synthetic takes."""
 
     iters: tuple[int, int, int] = (100, 200, 150)  # stages A, B, C (Adam)
     lr: float = 0.02
@@ -58,6 +60,9 @@ class FitConfig:
     overlap: int = 40
     max_gap_s: float = 0.5
     device: str = "cpu"
+
+
+FitConfig = BodyFitConfig  # the name used before 0.2; kept working
 
 
 @dataclass
@@ -144,45 +149,21 @@ def rotation_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def kabsch(src: np.ndarray, dst: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-frame rigid alignment ``dst ~ R src + t`` on masked points: ``src (K, 3)``, ``dst (M, K, 3)``."""
-    w = mask.astype(np.float64)[..., None]
-    n = np.maximum(w.sum(1, keepdims=True), 1)
-    d = np.nan_to_num(dst)
-    mu_s = (w * src[None]).sum(1, keepdims=True) / n
-    mu_d = (w * d).sum(1, keepdims=True) / n
-    H = np.einsum("mki,mkj->mij", w * (src[None] - mu_s), w * (d - mu_d))
-    U, _, Vt = np.linalg.svd(H)
-    D = np.ones((len(H), 3))
-    D[:, 2] = np.sign(np.linalg.det(np.einsum("mji,mkj->mik", Vt, U)))
-    R = np.einsum("mji,mj,mkj->mik", Vt, D, U)
-    t = mu_d[:, 0] - np.einsum("mij,mj->mi", R, mu_s[:, 0])
+    """Per-frame rigid alignment ``dst ~ R src + t`` on masked points: ``src (K, 3)``, ``dst (M, K, 3)``,
+    ``mask (M, K)`` -> ``R (M, 3, 3)``, ``t (M, 3)``, ``ok (M,)`` (3 or more points)."""
+    _, R, t = procrustes(np.broadcast_to(src, dst.shape), dst, mask)
     return R, t, mask.sum(1) >= 3
 
 
-def _interp_rotations(R: np.ndarray, ok: np.ndarray) -> np.ndarray:
-    """Fill frames without a rotation by SLERP between the nearest valid ones (edges: hold)."""
-    from motionkit.geometry.rotations import matrix_to_quat_xyzw, quat_slerp, quat_xyzw_to_matrix
-
-    idx = np.flatnonzero(ok)
-    if len(idx) == 0:
-        return np.tile(np.eye(3), (len(R), 1, 1))
-    t = np.arange(len(R))
-    i1 = np.clip(np.searchsorted(idx, t), 1, max(len(idx) - 1, 1)) if len(idx) > 1 else np.zeros(len(R), int)
-    i0 = np.maximum(i1 - 1, 0)
-    a, b = idx[i0], idx[i1]
-    w = np.clip((t - a) / np.maximum(b - a, 1), 0, 1)
-    q = quat_slerp(matrix_to_quat_xyzw(R[a]), matrix_to_quat_xyzw(R[b]), w)
-    out = quat_xyzw_to_matrix(q)
-    out[ok] = R[ok]
-    return out
-
-
-def _interp_vectors(x: np.ndarray, ok: np.ndarray) -> np.ndarray:
-    idx = np.flatnonzero(ok)
-    if len(idx) == 0:
-        return np.zeros_like(x)
-    t = np.arange(len(x))
-    return np.stack([np.interp(t, idx, x[idx, k]) for k in range(x.shape[1])], 1)
+def _fill_invalid(R: np.ndarray, t: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rotations ``R (M, 3, 3)`` and vectors ``t (M, 3)`` of frames without ``ok`` filled from the
+    nearest valid frames (SLERP / linear inside, held at the ends); identity and zero if none is valid."""
+    if not ok.any():
+        return np.tile(np.eye(3), (len(R), 1, 1)), np.zeros_like(t)
+    b = fill_gaps_bracket(ok)
+    R_out, t_out = slerp_rotmat(R[ok], b), lerp(t[ok], b)
+    R_out[ok], t_out[ok] = R[ok], t[ok]
+    return R_out, t_out
 
 
 def init_shape(body: BodyModel, tri: np.ndarray, iters: int = 200) -> np.ndarray:
@@ -223,8 +204,7 @@ def init_pose(body: BodyModel, betas: np.ndarray, tri: np.ndarray) -> tuple[np.n
     torso = tri[:, TORSO_COCO17]
     mask = np.isfinite(torso).all(-1)
     R, t, ok = kabsch(Jr[TORSO_SMPLX], torso, mask)
-    R = _interp_rotations(np.where(ok[:, None, None], R, np.eye(3)), ok)
-    t = _interp_vectors(np.where(ok[:, None], t, 0.0), ok)
+    R, t = _fill_invalid(R, t, ok)
     transl = t + np.einsum("mij,j->mi", R, Jr[0]) - Jr[0]
     pose = np.tile(np.eye(3), (M, 21, 1, 1))
     G = {0: R}
@@ -262,7 +242,7 @@ def _obs_interp(fps: float, obs_frame: np.ndarray, M: int, t0_s: float = 0.0):
     return m0, m1, w
 
 
-def fit_sequence(body: BodyModel, inp: FitInputs, cfg: FitConfig | None = None, betas: np.ndarray | None = None,
+def fit_sequence(body: BodyModel, inp: FitInputs, cfg: BodyFitConfig | None = None, betas: np.ndarray | None = None,
                  progress=None) -> FitOutput:  # fmt: skip
     """Fit one SMPL-X sequence (one take or window) to multi-view keypoints; see ``fit_batch``."""
     return fit_batch(body, [inp], cfg, None if betas is None else [betas], progress)[0]
@@ -276,7 +256,7 @@ def _pad(a: np.ndarray, n: int, axis: int = 0) -> np.ndarray:
     return np.take(a, idx, axis=axis)
 
 
-def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: FitConfig | None = None,
+def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | None = None,
               betas: list[np.ndarray] | None = None, progress=None) -> list[FitOutput]:  # fmt: skip
     """Fit several independent sequences at once (stacked on a leading problem axis, padded to the
     longest one and to the most views): every loss is computed per problem and then summed, so with
@@ -285,7 +265,7 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: FitConfig | None = 
     ``betas``: fixed shapes, one per problem (long takes fit it first); otherwise initialised from
     limb lengths and optimised in stage C. ``progress``: optional callable(int), once per iteration.
     """
-    cfg = cfg or FitConfig()
+    cfg = cfg or BodyFitConfig()
     dev = torch.device(cfg.device)
     dt = torch.float32
     P = len(inputs)
@@ -417,21 +397,11 @@ def _slice_inputs(inp: FitInputs, start: int, stop: int, step: int = 1) -> FitIn
                      inp.params, inp.T_cam_world, inp.t0_s + start / inp.fps)  # fmt: skip
 
 
-def _slerp_rotvec(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """SLERP between axis-angle arrays ``(N, ..., 3)`` with weights ``w (N,)``."""
-    from motionkit.geometry.rotations import matrix_to_quat_xyzw, matrix_to_rotvec, quat_slerp, quat_xyzw_to_matrix
-    from motionkit.geometry.rotations import rotvec_to_matrix as r2m
-
-    q0, q1 = matrix_to_quat_xyzw(r2m(a)), matrix_to_quat_xyzw(r2m(b))
-    ww = np.broadcast_to(w.reshape(-1, *[1] * (q0.ndim - 2)), q0.shape[:-1])
-    return matrix_to_rotvec(quat_xyzw_to_matrix(quat_slerp(q0, q1, ww)))
-
-
-def fit_take(body: BodyModel, inp: FitInputs, cfg: FitConfig | None = None, progress=None) -> FitOutput:
+def fit_take(body: BodyModel, inp: FitInputs, cfg: BodyFitConfig | None = None, progress=None) -> FitOutput:
     """Fit a whole take: one window, or (longer than ``cfg.window`` frames) the shape first on every
     10th frame, then overlapping windows with that shape frozen, cross-faded in the overlaps
     (linear for translation and joints, SLERP for rotations)."""
-    cfg = cfg or FitConfig()
+    cfg = cfg or BodyFitConfig()
     M = len(inp.keypoints)
     if M <= cfg.window:
         return fit_sequence(body, inp, cfg, progress=progress)
@@ -452,11 +422,11 @@ def fit_take(body: BodyModel, inp: FitInputs, cfg: FitConfig | None = None, prog
         go[s + ov : e], bp[s + ov : e], tr[s + ov : e] = out.global_orient[ov:], out.body_pose[ov:], out.transl[ov:]
         J[s + ov : e], rep[s + ov : e] = out.joints[ov:], out.reproj_px[ov:]
         if ov:  # cross-fade into the previous window: linear for positions, SLERP for rotations
-            w = (np.arange(ov) + 0.5) / ov
+            fade = blend_bracket(ov, (np.arange(ov) + 0.5) / ov)
             a = slice(s, s + ov)
-            tr[a] = (1 - w)[:, None] * tr[a] + w[:, None] * out.transl[:ov]
-            J[a] = (1 - w)[:, None, None] * J[a] + w[:, None, None] * out.joints[:ov]
-            go[a] = _slerp_rotvec(go[a], out.global_orient[:ov], w)
-            bp[a] = _slerp_rotvec(bp[a], out.body_pose[:ov], w)
+            tr[a] = lerp(np.concatenate([tr[a], out.transl[:ov]]), fade)
+            J[a] = lerp(np.concatenate([J[a], out.joints[:ov]]), fade)
+            go[a] = slerp_rotvec(np.concatenate([go[a], out.global_orient[:ov]]), fade)
+            bp[a] = slerp_rotvec(np.concatenate([bp[a], out.body_pose[:ov]]), fade)
             rep[a] = out.reproj_px[:ov]
     return FitOutput(betas, go, bp, tr, J, rep, {"windows": len(parts), **parts[-1][2].losses})

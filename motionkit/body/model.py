@@ -1,4 +1,4 @@
-"""Batched SMPL-X forward that computes only what fitting needs (fitting.md section 5).
+"""Batched SMPL-X forward that computes only what fitting needs (docs/pipeline.md, "fit").
 
 The 55 kinematic joints come from forward kinematics on the shaped rest joints
 ``J(beta) = J_regressor (v_template + shapedirs beta)`` (precomputed as ``J_template`` and

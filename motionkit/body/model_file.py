@@ -16,9 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
+from motionkit.body.synthetic_model import generate_synthetic_smplx
+from motionkit.common.errors import DataError
+from motionkit.common.home import motionkit_home
 from motionkit.conventions import SMPLX_NUM_JOINTS, SMPLX_PARENTS, SMPLX_VERTEX_KEYPOINTS
-from motionkit.data.atomic import atomic_path
-from motionkit.data.errors import DataError
 
 REQUIRED_KEYS = (
     "v_template",
@@ -166,25 +167,9 @@ def load_model_file(path: str | os.PathLike | None = None, gender: str = "neutra
     )
 
 
-def motionkit_home() -> Path:
-    """``$MOTIONKIT_HOME`` (default ``~/.cache/motionkit``): demo data, caches, generated models."""
-    return Path(os.environ.get("MOTIONKIT_HOME", "~/.cache/motionkit")).expanduser()
-
-
 def default_synthetic_model_path() -> Path:
     """Path of the synthetic model under ``$MOTIONKIT_HOME``, generated on first use."""
     p = motionkit_home() / "body_models" / "smplx" / "SMPLX_NEUTRAL.npz"
     if not p.is_file():
-        from motionkit.body.synthetic_model import generate_synthetic_smplx
-
         generate_synthetic_smplx(p)
     return p
-
-
-def save_model_npz(path: str | os.PathLike, arrays: dict[str, np.ndarray]) -> Path:
-    """Write model arrays atomically with ``np.savez_compressed``."""
-    path = Path(path)
-    with atomic_path(path, suffix=".npz") as tmp:
-        with open(tmp, "wb") as fh:
-            np.savez_compressed(fh, **arrays)
-    return path

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from motionkit.common.files import save_npz_atomic
 from motionkit.conventions import SMPLX_JOINT_NAMES, SMPLX_NUM_VERTICES, SMPLX_PARENTS, SMPLX_VERTEX_KEYPOINTS
 
 J_IDX = {n: i for i, n in enumerate(SMPLX_JOINT_NAMES)}
@@ -310,6 +311,4 @@ def generate_synthetic_arrays(seed: int = 0) -> dict[str, np.ndarray]:
 
 def generate_synthetic_smplx(path: str | os.PathLike, seed: int = 0) -> Path:
     """Write a synthetic SMPL-X model npz to ``path`` (atomically). ``smplx.create`` loads it."""
-    from motionkit.body.model_file import save_model_npz
-
-    return save_model_npz(path, generate_synthetic_arrays(seed))
+    return save_npz_atomic(path, generate_synthetic_arrays(seed))

@@ -1,5 +1,5 @@
-"""All file I/O: the Ego-Exo4D reader, Aria trajectories, synthetic takes, caches and the result store."""
+"""Dataset formats: the Ego-Exo4D reader, Aria trajectories, the observation cache and the result store."""
 
-from motionkit.data.errors import DataError
+from motionkit.common.errors import DataError
 
 __all__ = ["DataError"]

@@ -1,4 +1,4 @@
-"""Aria closed-loop trajectory and the CPF head anchor (egoexo4d.md sections 5 and 7).
+"""Aria closed-loop trajectory and the CPF head anchor (docs/conventions.md, "Aria").
 
 ``T_world_device`` is the pose of the LEFT SLAM camera; the head anchor is
 ``T_world_cpf = T_world_device @ T_device_cpf``.
@@ -10,9 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from motionkit.geometry.rotations import make_transform, matrix_to_quat_xyzw, quat_slerp, quat_xyzw_to_matrix
+from motionkit.geometry.interpolation import bracket, lerp, slerp_quat
+from motionkit.geometry.rotations import make_transform, matrix_to_quat_xyzw, quat_xyzw_to_matrix
 
-# CAD defaults (projectaria_tools core/calibration/ConfigData.cpp), egoexo4d.md section 7
+# CAD defaults (projectaria_tools core/calibration/ConfigData.cpp)
 R_DEVICE_CPF_CAD = np.array(
     [[-0.031860, -0.998630, -0.041521], [0.793353, 0.000000, -0.608761], [0.607927, -0.052336, 0.792266]]
 )
@@ -58,17 +59,12 @@ class AriaTrajectory:
         ts = np.asarray(ts_ns, dtype=np.float64)
         t = self.t_us.astype(np.float64) * 1e3
         flat = ts.reshape(-1)
-        i1 = np.clip(np.searchsorted(t, flat, side="left"), 1, len(t) - 1)
-        i0 = i1 - 1
-        span = t[i1] - t[i0]
-        w = np.clip((flat - t[i0]) / np.where(span > 0, span, 1.0), 0.0, 1.0)
-        nearest = np.minimum(np.abs(flat - t[i0]), np.abs(t[i1] - flat))
-        valid = np.isfinite(flat) & (flat >= t[0]) & (flat <= t[-1]) & (nearest <= max_gap_ns)
+        b = bracket(t, flat)
+        with np.errstate(invalid="ignore"):
+            nearest = np.minimum(np.abs(flat - t[b.i0]), np.abs(t[b.i1] - flat))
+            valid = b.inside & (nearest <= max_gap_ns)
         T = np.full((len(flat), 4, 4), np.nan)
-        v = valid
-        q = quat_slerp(self.quat_xyzw[i0[v]], self.quat_xyzw[i1[v]], w[v])
-        p = (1 - w[v])[:, None] * self.position[i0[v]] + w[v][:, None] * self.position[i1[v]]
-        T[v] = make_transform(quat_xyzw_to_matrix(q), p)
+        T[valid] = make_transform(quat_xyzw_to_matrix(slerp_quat(self.quat_xyzw, b)), lerp(self.position, b))[valid]
         return T.reshape(*ts.shape, 4, 4), valid.reshape(ts.shape)
 
     def head_anchor_at(self, ts_ns: np.ndarray, T_device_cpf: np.ndarray | None = None, **kw) -> HeadAnchor:

@@ -1,4 +1,4 @@
-"""Reader for the Ego-Exo4D on-disk layout (egoexo4d.md). Everything loads lazily.
+"""Reader for the Ego-Exo4D on-disk layout (docs/conventions.md, "Ego-Exo4D layout"). Everything loads lazily.
 
 ds = EgoExoDataset(root)
 take = ds.take("demo_take_000")          # by take_name or take_uid
@@ -20,10 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
+from motionkit.common.errors import DataError
+from motionkit.common.files import atomic_path
+from motionkit.common.home import motionkit_home
 from motionkit.conventions import COCO17_INDEX, TAKE_FPS
 from motionkit.data.aria import AriaTrajectory, HeadAnchor, cad_T_device_cpf
-from motionkit.data.atomic import atomic_path
-from motionkit.data.errors import DataError
 from motionkit.geometry.camera import Camera, CameraRig
 from motionkit.geometry.rotations import make_transform, quat_xyzw_to_matrix
 
@@ -163,8 +164,6 @@ def read_gopro_calibs(path: str | os.PathLike) -> list[tuple[Camera, int]]:
 
 # ------------------------------------------------------------------------------------------------ trajectory
 def _trajectory_cache_path(path: Path) -> Path:
-    from motionkit.body.model_file import motionkit_home
-
     st = path.stat()
     key = hashlib.sha256(f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{TRAJ_CACHE_VERSION}".encode()).hexdigest()
     return motionkit_home() / "cache" / "trajectory" / f"{key[:32]}.npz"

@@ -30,8 +30,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from motionkit.data.atomic import atomic_path
-from motionkit.data.errors import DataError
+from motionkit.common.errors import DataError
+from motionkit.common.files import atomic_path
 
 FORMAT = "motionkit-observations"
 VERSION = 1

@@ -16,12 +16,12 @@ Root attributes (provenance):
 ``config``, ``config_hash``  the run configuration as JSON and its SHA-256 (first 16 hex digits)
 ``stages``                  JSON list of the stages whose outputs the file holds, in order
 ``status``, ``message``     ``"ok"`` or ``"failed"``, with the reason when failed
-``timesync_offset``         0 or 1 (egoexo4d.md section 6); ``cpf_source``
+``timesync_offset``         0 or 1 (docs/conventions.md, "Time"); ``cpf_source``
 ==========================  ======================================================================
 
-Groups hold each stage's arrays (documented by the stage that writes them); every array's leading
-axis is documented in ``pipeline.py``. Files are written atomically (temp file + rename), so a
-result file is either complete or absent.
+Groups hold each stage's arrays; every group, array and attribute is documented in
+``docs/result_file.md``. Files are written atomically (temp file + rename), so a result file is
+either complete or absent.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ import h5py
 import numpy as np
 
 from motionkit import __version__
-from motionkit.data.atomic import atomic_path
-from motionkit.data.errors import DataError
+from motionkit.common.errors import DataError
+from motionkit.common.files import atomic_path
 
 FORMAT = "motionkit-result"
 SCHEMA_VERSION = 1
@@ -85,6 +85,14 @@ class TakeResult:
     @property
     def body_model(self) -> dict:
         return json.loads(self.attrs.get("body_model", "{}"))
+
+    @property
+    def fps(self) -> float:
+        """Frame rate of the fit grid (attribute ``fps`` of group ``grid``, written by the ``load`` stage)."""
+        fps = self.group_attrs.get("grid", {}).get("fps")
+        if fps is None:
+            raise DataError(None, f"result of take {self.attrs.get('take_uid')} has no fit grid (no stage 'load')")
+        return float(fps)
 
 
 def _h5_attr(v: Any):

@@ -1,1 +1,1 @@
-"""Detection, 2D keypoints and Aria-guided selection of the camera wearer (association.md)."""
+"""Detection, 2D keypoints and Aria-guided selection of the camera wearer (docs/pipeline.md, "associate")."""

@@ -1,4 +1,4 @@
-"""Select the camera wearer in every exo view: the SOMA rule (association.md section 2).
+"""Select the camera wearer in every exo view: the SOMA rule (docs/pipeline.md, "associate").
 
 Per camera: the Aria head anchor is projected with KB3; the detection whose head point is nearest
 to it is selected, tracked by IoU, and re-detected when the tracked box drifts farther than the

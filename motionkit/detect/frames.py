@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from motionkit.common.errors import DataError
 from motionkit.data.egoexo4d import Take
-from motionkit.data.errors import DataError
 from motionkit.geometry.camera import Camera
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from motionkit.data.errors import DataError
+from motionkit.common.errors import DataError
 
 VARIANTS = {"nano": "RFDETRNano", "small": "RFDETRSmall", "medium": "RFDETRMedium", "large": "RFDETRLarge"}
 DEFAULT_FILES = {

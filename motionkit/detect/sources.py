@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from motionkit.common.errors import DataError
 from motionkit.data.egoexo4d import Take
-from motionkit.data.errors import DataError
 from motionkit.data.observations import Observations, observations_from_rows, read_observations
 from motionkit.geometry.camera import CameraRig
 from motionkit.geometry.undistort import annotation_to_raw, undistorted_new_K

@@ -1,4 +1,4 @@
-"""Pose-error metrics on arrays with leading batch dimensions (evaluation.md sections 4 and 6).
+"""Pose-error metrics on arrays with leading batch dimensions (docs/pipeline.md, "evaluate").
 
 Inputs are metres; joint-error outputs are millimetres. Missing joints are NaN in either input and
 are excluded; a frame with fewer than ``min_joints`` joints present in both is NaN.
@@ -16,6 +16,8 @@ import math
 
 import numba
 import numpy as np
+
+from motionkit.geometry.procrustes import procrustes
 
 DEFAULT_MIN_JOINTS = 4
 
@@ -50,33 +52,6 @@ def mpjpe_centroid(pred: np.ndarray, gt: np.ndarray, *, min_joints: int = 1) -> 
     pc = np.where(m, p, 0.0).sum(-2, keepdims=True) / n
     gc = np.where(m, g, 0.0).sum(-2, keepdims=True) / n
     return mpjpe(np.where(m, p - pc, np.nan), np.where(m, g - gc, np.nan), min_joints=min_joints)
-
-
-def similarity_procrustes_np(pred: np.ndarray, gt: np.ndarray, mask: np.ndarray):
-    """Batched Umeyama alignment of ``pred`` onto ``gt`` over ``mask (..., J)``.
-
-    Returns ``(s (...), R (..., 3, 3), t (..., 3))`` with ``gt ~ s R pred + t``.
-    """
-    w = mask.astype(np.float64)[..., None]
-    n = np.maximum(w.sum(-2, keepdims=True), 1.0)
-    p = np.where(w > 0, pred, 0.0)
-    g = np.where(w > 0, gt, 0.0)
-    mp = (w * p).sum(-2, keepdims=True) / n
-    mg = (w * g).sum(-2, keepdims=True) / n
-    P = (p - mp) * w
-    G = (g - mg) * w
-    M = np.einsum("...ji,...jk->...ik", G, P)  # sum_j g_j p_j^T
-    U, S, Vt = np.linalg.svd(M)
-    d = np.sign(np.linalg.det(U @ Vt))
-    d = np.where(d == 0, 1.0, d)
-    D = np.ones(S.shape)
-    D[..., -1] = d
-    R = (U * D[..., None, :]) @ Vt
-    var = (P * P).sum((-1, -2))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        s = (S * D).sum(-1) / var
-    t = mg[..., 0, :] - s[..., None] * np.einsum("...ij,...j->...i", R, mp[..., 0, :])
-    return s, R, t
 
 
 @numba.njit(cache=True)
@@ -221,7 +196,7 @@ def pa_mpjpe(
     if backend != "numpy":
         raise ValueError(f"unknown backend {backend!r}")
     m = _mask(p, g)
-    s, R, t = similarity_procrustes_np(p, g, m)
+    s, R, t = procrustes(p, g, m, scaling=True)
     aligned = s[..., None, None] * np.einsum("...ij,...kj->...ki", R, np.where(m[..., None], p, 0.0)) + t[..., None, :]
     d = np.where(m, np.linalg.norm(aligned - np.where(m[..., None], g, 0.0), axis=-1), 0.0)
     n = m.sum(-1)

@@ -1,4 +1,4 @@
-"""The SOMA evaluation protocol (evaluation.md sections 1-5): time matching of a fit to sparse
+"""The SOMA evaluation protocol (docs/pipeline.md, "evaluate"): time matching of a fit to sparse
 30 fps annotation frames, per-joint convention offsets in the parent frame, take-averaged
 PA-MPJPE, and coverage of the video timeline."""
 
@@ -11,9 +11,11 @@ from pathlib import Path
 
 import numpy as np
 
+from motionkit.common.errors import DataError
+from motionkit.common.files import write_json_atomic
 from motionkit.conventions import COCO17_NAMES, COCO17_OFFSET_PARENT, TAKE_FPS
 from motionkit.eval.metrics import DEFAULT_MIN_JOINTS, mpjpe, mpjpe_centroid, pa_mpjpe
-from motionkit.geometry.rotations import matrix_to_quat_xyzw, quat_slerp, quat_xyzw_to_matrix
+from motionkit.geometry.interpolation import bracket, lerp, slerp_rotmat
 
 OFFSET_FRAMES = ("parent", "root", "world")
 
@@ -63,13 +65,6 @@ class MatchedFrames:
     skipped: dict[str, int] = field(default_factory=dict)
 
 
-def _slerp_rot(R: np.ndarray, i0: np.ndarray, i1: np.ndarray, w: np.ndarray) -> np.ndarray:
-    q0 = matrix_to_quat_xyzw(R[i0])
-    q1 = matrix_to_quat_xyzw(R[i1])
-    ww = np.broadcast_to(w.reshape(w.shape + (1,) * (q0.ndim - 2)), q0.shape[:-1])
-    return quat_xyzw_to_matrix(quat_slerp(q0, q1, ww))
-
-
 def match_to_annotation(
     fit: FitSamples, ann_frames: np.ndarray, gt: np.ndarray, num_views: np.ndarray | None, cfg: EvalConfig, fps: float
 ) -> MatchedFrames:
@@ -78,23 +73,16 @@ def match_to_annotation(
     An annotation frame is scored only if both bracketing fit frames are valid and at most
     ``max_interp_gap_s`` apart (default: one fit period); otherwise it counts as uncovered.
     """
-    t = np.asarray(fit.time_s, dtype=np.float64)
     tk = np.asarray(ann_frames, dtype=np.float64) / TAKE_FPS
     gap = cfg.max_interp_gap_s if cfg.max_interp_gap_s is not None else 1.0 / fps
-    i1 = np.clip(np.searchsorted(t, tk, side="left"), 0, len(t) - 1)
-    exact = np.isclose(t[i1], tk, atol=1e-6)
-    i1 = np.where(exact, i1, np.clip(i1, 1, len(t) - 1))
-    i0 = np.where(exact, i1, i1 - 1)
-    span = t[i1] - t[i0]
-    w = np.where(exact | (span <= 0), 0.0, (tk - t[i0]) / np.where(span > 0, span, 1.0))
-    inside = (tk >= t[0] - 1e-6) & (tk <= t[-1] + 1e-6)
-    ok = inside & fit.valid[i0] & fit.valid[i1] & (span <= gap + 1e-6) & (w >= 0) & (w <= 1)
-    pred = (1 - w)[:, None, None] * fit.joints[i0] + w[:, None, None] * fit.joints[i1]
+    b = bracket(fit.time_s, tk, atol=1e-6)
+    ok = b.inside & fit.valid[b.i0] & fit.valid[b.i1] & (b.span <= gap + 1e-6)
+    pred = lerp(fit.joints, b)
     rot = None
     if fit.parent_rot is not None:
         R = fit.parent_rot
         R = np.where(np.isfinite(R).all((-1, -2))[..., None, None], R, np.eye(3))  # invalid frames: unused
-        rot = _slerp_rot(R, i0, i1, w)
+        rot = slerp_rotmat(R, b)
     g = np.asarray(gt, dtype=np.float64).copy()
     if cfg.min_views_gt and num_views is not None:
         g[num_views < cfg.min_views_gt] = np.nan
@@ -253,7 +241,7 @@ def score_take(
 
 
 def summarize(scores: list[TakeScore], cfg: EvalConfig, split: str, method: str = "motionkit") -> dict:
-    """The report of one (method, split) as evaluation.md section 8 lays it out."""
+    """The report of one (method, split) in the SOMA paper's layout."""
 
     def stats(get):
         takes = [float(np.mean(get(s))) for s in scores if get(s) is not None and len(get(s))]
@@ -303,8 +291,6 @@ def summarize(scores: list[TakeScore], cfg: EvalConfig, split: str, method: str 
 
 
 def save_offsets(path: str | Path, offsets: np.ndarray, frame: str, source: dict) -> None:
-    from motionkit.data.atomic import write_json_atomic
-
     write_json_atomic(
         path,
         {
@@ -319,8 +305,6 @@ def save_offsets(path: str | Path, offsets: np.ndarray, frame: str, source: dict
 
 
 def load_offsets(path: str | Path) -> tuple[np.ndarray, str]:
-    from motionkit.data.errors import DataError
-
     try:
         d = json.loads(Path(path).read_text())
         o = np.asarray(d["offsets_m"], dtype=np.float64)

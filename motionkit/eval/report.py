@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 
-from motionkit.data.atomic import write_json_atomic, write_text_atomic
+from motionkit.common.files import write_json_atomic, write_text_atomic
+from motionkit.viz import save_figure
 
 
 def _fmt(x, nd=1):
@@ -74,13 +76,6 @@ def markdown(report: dict) -> str:
 
 
 def plots(report: dict, out_dir: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from motionkit.viz import _save
-
     out = []
     pj = report["per_joint"]
     fig, ax = plt.subplots(figsize=(11, 4))
@@ -94,7 +89,7 @@ def plots(report: dict, out_dir: Path) -> list[Path]:
     ax.set_title(f"per-joint error, {report['split']} ({report['n_takes_scored']} takes)")
     ax.legend()
     ax.grid(axis="y", alpha=0.3)
-    out.append(_save(fig, out_dir / "eval_per_joint.png"))
+    out.append(save_figure(fig, out_dir / "eval_per_joint.png"))
     fig, ax = plt.subplots(figsize=(6, 4))
     for key, label in (("pa_mpjpe", "uncorrected"), ("pa_mpjpe_corrected", "corrected")):
         vals = np.sort([r[key] for r in report["per_take"] if r[key] is not None])
@@ -105,7 +100,7 @@ def plots(report: dict, out_dir: Path) -> list[Path]:
     ax.set_title("per-take error CDF")
     ax.grid(alpha=0.3)
     ax.legend()
-    out.append(_save(fig, out_dir / "eval_take_cdf.png"))
+    out.append(save_figure(fig, out_dir / "eval_take_cdf.png"))
     return out
 
 

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
+from motionkit.body.fitting import FACE_KEYPOINTS
 from motionkit.conventions import COCO17_OFFSET_PARENT, SMPLX_TO_COCO17, TAKE_FPS
 from motionkit.data.egoexo4d import EgoExoDataset
+from motionkit.data.posed import fitted_body, fitted_valid
 from motionkit.data.store import TakeResult, read_result, result_path
 from motionkit.eval.metrics import foot_sliding_gt_free, jitter
 from motionkit.eval.protocol import (
@@ -31,28 +33,8 @@ SEGMENT_S = 3.2  # 64 frames at 20 fps, the SOMA windows
 
 def fit_samples(result: TakeResult) -> FitSamples:
     """COCO-17 joints and offset-frame rotations of a fitted take (forward kinematics of its SMPL-X)."""
-    import torch
-
-    from motionkit.body.model import BodyModel
-
-    if "smplx/global_orient" not in result.arrays:
-        raise ValueError(f"result of take {result.attrs.get('take_uid')} has no fit")
-    go = result["smplx/global_orient"]
-    valid = result["valid"].astype(bool) if "valid" in result.arrays else np.isfinite(go).all(-1)
-    bm = BodyModel.load(
-        result.config.get("body_model"),
-        vertex_keypoints=("nose", "right_eye", "left_eye", "right_ear", "left_ear"),
-        dtype=torch.float64,
-    )
-    with torch.no_grad():
-        J, GR = bm(
-            torch.as_tensor(result["smplx/betas"]).expand(len(go), 10),
-            torch.as_tensor(np.nan_to_num(go)),
-            torch.as_tensor(np.nan_to_num(result["smplx/body_pose"]).reshape(-1, 21, 3)),
-            torch.as_tensor(np.nan_to_num(result["smplx/transl"])),
-            return_transforms=True,
-        )
-    J, GR = J.numpy(), GR.numpy()
+    J, GR = fitted_body(result, FACE_KEYPOINTS, return_transforms=True)
+    valid = fitted_valid(result)
     joints = J[:, SMPLX_TO_COCO17]
     if "joints/coco17" in result.arrays:  # trust the stored joints (identical by construction)
         joints = np.where(np.isfinite(result["joints/coco17"]), result["joints/coco17"], joints)
@@ -83,7 +65,7 @@ def _load_take(ds: EgoExoDataset, info, fits_dir: Path, cfg: EvalConfig) -> Take
     if ann is None or len(ann.frames) == 0:
         return None
     fit = fit_samples(res)
-    fps = float(res.config.get("fps", 20.0))
+    fps = res.fps
     if cfg.offset_frame == "root":
         fit.parent_rot = np.repeat(fit.root_rot[:, None], 17, axis=1)
     m = match_to_annotation(fit, ann.frames, ann.joints3d, ann.num_views, cfg, fps)

@@ -1,4 +1,4 @@
-"""Static exo cameras: KB3 intrinsics plus a pose, and the rig of one take (cameras.md sections 3-5)."""
+"""Static exo cameras: KB3 intrinsics plus a pose, and the rig of one take (docs/conventions.md, "Cameras")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Kannala-Brandt K3 (KB3) fisheye projection and unprojection (cameras.md section 1).
+"""Kannala-Brandt K3 (KB3) fisheye projection and unprojection (docs/conventions.md, "Cameras").
 
 Parameters ``params (..., 8)`` = fx, fy, cx, cy, k0, k1, k2, k3 in pixels at the calibration
 resolution (``gopro_calibs.csv`` ``intrinsics_0..7``). Camera frame: x right, y down, z forward.
@@ -9,7 +9,12 @@ Three implementations with identical semantics:
 * numpy float64 (``kb3_project_np``, ``kb3_unproject_np``), the reference;
 * torch (``kb3_project_torch``, ``kb3_unproject_torch``), differentiable, any device and dtype,
   with a NaN-free gradient at the optical axis;
-* Numba (``kb3_unproject_numba``), a compiled parallel CPU path for large point sets.
+* Numba (``kb3_project_point_nb``, ``kb3_unproject_point_nb`` for one point inside compiled
+  kernels such as triangulation; ``kb3_unproject_numba``, a parallel CPU path for large point sets).
+
+The distortion polynomial ``r_d(theta) = theta (1 + k0 theta^2 + k1 theta^4 + k2 theta^6 + k3 theta^8)``
+and its derivative are written once (``kb3_distort``, ``kb3_distort_derivative``): plain arithmetic
+that numpy arrays and torch tensors evaluate directly and that Numba compiles for its kernels.
 
 ``kb3_project`` / ``kb3_unproject`` dispatch on the array type.
 """
@@ -20,15 +25,27 @@ import math
 
 import numba
 import numpy as np
-
-try:  # torch is a hard dependency of the package, but keep the numpy path importable alone
-    import torch
-except ImportError:  # pragma: no cover
-    torch = None
+import torch
 
 NEWTON_MAX_ITERS = 20
 NEWTON_TOL = 1e-12
 CONVERGED_TOL = 1e-9
+
+
+def kb3_distort(theta, k0, k1, k2, k3):
+    """KB3 distorted radius ``r_d(theta)`` (normalised image units) for arrays, tensors or scalars."""
+    t2 = theta * theta
+    return theta * (1 + t2 * (k0 + t2 * (k1 + t2 * (k2 + t2 * k3))))
+
+
+def kb3_distort_derivative(theta, k0, k1, k2, k3):
+    """``d r_d / d theta`` of ``kb3_distort``."""
+    t2 = theta * theta
+    return 1 + t2 * (3 * k0 + t2 * (5 * k1 + t2 * (7 * k2 + t2 * 9 * k3)))
+
+
+_distort_nb = numba.njit(cache=True, inline="always")(kb3_distort)
+_distort_derivative_nb = numba.njit(cache=True, inline="always")(kb3_distort_derivative)
 
 
 def _check_params(params, name: str = "params") -> None:
@@ -49,8 +66,7 @@ def theta_max_np(params: np.ndarray) -> np.ndarray:
         return theta_max_np(uniq)[inv.reshape(-1)].reshape(params.shape[:-1])
     th = np.linspace(0.0, np.pi / 2, 2049)
     k = params[..., 4:8, None]
-    t2 = th * th
-    dr = 1 + 3 * k[..., 0, :] * t2 + 5 * k[..., 1, :] * t2**2 + 7 * k[..., 2, :] * t2**3 + 9 * k[..., 3, :] * t2**4
+    dr = kb3_distort_derivative(th, k[..., 0, :], k[..., 1, :], k[..., 2, :], k[..., 3, :])
     bad = dr <= 0
     first = np.where(bad.any(-1), np.argmax(bad, axis=-1), th.size - 1)
     return np.where(bad.any(-1), th[np.maximum(first - 1, 0)], np.pi / 2)
@@ -72,8 +88,7 @@ def kb3_project_np(points_cam: np.ndarray, params: np.ndarray, *, return_valid: 
     fx, fy, cx, cy, k0, k1, k2, k3 = np.moveaxis(params, -1, 0)
     r = np.hypot(x, y)
     th = np.arctan2(r, z)
-    t2 = th * th
-    rd = th * (1 + t2 * (k0 + t2 * (k1 + t2 * (k2 + t2 * k3))))
+    rd = kb3_distort(th, k0, k1, k2, k3)
     near_axis = r <= 1e-9 * np.abs(z)
     with np.errstate(divide="ignore", invalid="ignore"):
         s = np.where(near_axis, 1.0 / np.where(z == 0, 1.0, z), rd / np.where(near_axis, 1.0, r))
@@ -84,7 +99,7 @@ def kb3_project_np(points_cam: np.ndarray, params: np.ndarray, *, return_valid: 
 
 
 def kb3_unproject_np(pixels: np.ndarray, params: np.ndarray, *, return_valid: bool = False):
-    """Raw fisheye pixels -> unit rays in the camera frame (Newton on theta, cameras.md 1.2).
+    """Raw fisheye pixels -> unit rays in the camera frame (Newton on theta).
 
     ``pixels (..., 2)``, ``params (..., 8)`` -> ``(..., 3)`` unit vectors; NaN where Newton does not
     converge or theta >= theta_max. With ``return_valid`` also returns the ``(...)`` bool mask.
@@ -100,16 +115,13 @@ def kb3_unproject_np(pixels: np.ndarray, params: np.ndarray, *, return_valid: bo
     rho = np.hypot(mx, my)
     th = rho.copy()
     for _ in range(NEWTON_MAX_ITERS):
-        t2 = th * th
-        f = th * (1 + t2 * (k0 + t2 * (k1 + t2 * (k2 + t2 * k3)))) - rho
-        df = 1 + t2 * (3 * k0 + t2 * (5 * k1 + t2 * (7 * k2 + t2 * 9 * k3)))
-        step = f / np.where(df == 0, np.nan, df)
+        df = kb3_distort_derivative(th, k0, k1, k2, k3)
+        step = (kb3_distort(th, k0, k1, k2, k3) - rho) / np.where(df == 0, np.nan, df)
         th = th - step
         if not np.any(np.abs(step) >= NEWTON_TOL):  # NaN steps compare False and stop iterating
             break
-    t2 = th * th
-    f = th * (1 + t2 * (k0 + t2 * (k1 + t2 * (k2 + t2 * k3)))) - rho
-    df = 1 + t2 * (3 * k0 + t2 * (5 * k1 + t2 * (7 * k2 + t2 * 9 * k3)))
+    f = kb3_distort(th, k0, k1, k2, k3) - rho
+    df = kb3_distort_derivative(th, k0, k1, k2, k3)
     valid = (np.abs(f) < CONVERGED_TOL) & (df > 0) & (th >= 0) & (th < theta_max_np(params))
     small = rho < 1e-12
     inv_rho = 1.0 / np.where(small, 1.0, rho)
@@ -136,8 +148,7 @@ def kb3_project_torch(points_cam, params, *, return_valid: bool = False, theta_m
     near_axis = r2 <= (1e-9 * z) ** 2
     r = torch.sqrt(torch.where(near_axis, torch.ones_like(r2), r2))
     th = torch.atan2(r, z)
-    t2 = th * th
-    rd = th * (1 + t2 * (k0 + t2 * (k1 + t2 * (k2 + t2 * k3))))
+    rd = kb3_distort(th, k0, k1, k2, k3)
     z_safe = torch.where(z.abs() > 0, z, torch.ones_like(z))
     # pinhole limit near the axis: r_d / r -> 1/z (exact to O(theta^2))
     s = torch.where(near_axis, 1.0 / z_safe, rd / r)
@@ -159,13 +170,9 @@ def kb3_unproject_torch(pixels, params, *, return_valid: bool = False):
     rho = torch.sqrt(mx * mx + my * my)
     th = rho
     for _ in range(NEWTON_MAX_ITERS):
-        t2 = th * th
-        f = th * (1 + t2 * (k0 + t2 * (k1 + t2 * (k2 + t2 * k3)))) - rho
-        df = 1 + t2 * (3 * k0 + t2 * (5 * k1 + t2 * (7 * k2 + t2 * 9 * k3)))
-        th = th - f / df
-    t2 = th * th
-    f = th * (1 + t2 * (k0 + t2 * (k1 + t2 * (k2 + t2 * k3)))) - rho
-    df = 1 + t2 * (3 * k0 + t2 * (5 * k1 + t2 * (7 * k2 + t2 * 9 * k3)))
+        th = th - (kb3_distort(th, k0, k1, k2, k3) - rho) / kb3_distort_derivative(th, k0, k1, k2, k3)
+    f = kb3_distort(th, k0, k1, k2, k3) - rho
+    df = kb3_distort_derivative(th, k0, k1, k2, k3)
     tol = CONVERGED_TOL if th.dtype == torch.float64 else 1e-5
     tmax = torch.as_tensor(theta_max_np(params.detach().cpu().double().numpy()), device=th.device)
     valid = (f.abs() < tol) & (df > 0) & (th >= 0) & (th < tmax.to(th.dtype))
@@ -183,39 +190,68 @@ def kb3_unproject_torch(pixels, params, *, return_valid: bool = False):
 
 
 # ------------------------------------------------------------------------------------------------ numba
-@numba.njit(parallel=True, fastmath=False, cache=True)
+@numba.njit(cache=True, inline="always")
+def kb3_project_point_nb(X0, X1, X2, R, t, p, tmax):  # pragma: no cover - compiled
+    """One world point -> raw pixel ``(u, v)`` for a camera ``R (3, 3)``, ``t (3,)`` (camera from world),
+    ``p (8,)``; NaN where the incidence angle is not below ``tmax``. Semantics of ``kb3_project_np``."""
+    x = R[0, 0] * X0 + R[0, 1] * X1 + R[0, 2] * X2 + t[0]
+    y = R[1, 0] * X0 + R[1, 1] * X1 + R[1, 2] * X2 + t[1]
+    z = R[2, 0] * X0 + R[2, 1] * X1 + R[2, 2] * X2 + t[2]
+    r = math.sqrt(x * x + y * y)
+    th = math.atan2(r, z)
+    if not th < tmax:
+        return np.nan, np.nan
+    rd = _distort_nb(th, p[4], p[5], p[6], p[7])
+    s = 1.0 / z if r <= 1e-9 * abs(z) else rd / r
+    return p[0] * s * x + p[2], p[1] * s * y + p[3]
+
+
+@numba.njit(cache=True, inline="always")
+def kb3_unproject_point_nb(u, v, p, tmax):  # pragma: no cover - compiled
+    """One raw pixel -> ``(ok, x, y, z)`` unit camera ray (Newton on theta, as ``kb3_unproject_np``)."""
+    mx = (u - p[2]) / p[0]
+    my = (v - p[3]) / p[1]
+    rho = math.sqrt(mx * mx + my * my)
+    th = rho
+    for _ in range(NEWTON_MAX_ITERS):
+        step = (_distort_nb(th, p[4], p[5], p[6], p[7]) - rho) / _distort_derivative_nb(th, p[4], p[5], p[6], p[7])
+        th -= step
+        if not abs(step) >= NEWTON_TOL:
+            break
+    f = _distort_nb(th, p[4], p[5], p[6], p[7]) - rho
+    df = _distort_derivative_nb(th, p[4], p[5], p[6], p[7])
+    if not (abs(f) < CONVERGED_TOL and df > 0 and th >= 0 and th < tmax):
+        return False, np.nan, np.nan, np.nan
+    if rho < 1e-12:
+        return True, 0.0, 0.0, 1.0
+    st = math.sin(th)
+    return True, st * mx / rho, st * my / rho, math.cos(th)
+
+
+@numba.njit(parallel=True, cache=True)
 def _unproject_kernel(uv, params, tmax, out):  # pragma: no cover - compiled
-    n = uv.shape[0]
-    fx, fy, cx, cy, k0, k1, k2, k3 = params
-    for i in numba.prange(n):
-        mx = (uv[i, 0] - cx) / fx
-        my = (uv[i, 1] - cy) / fy
-        rho = math.sqrt(mx * mx + my * my)
-        th = rho
-        for _ in range(NEWTON_MAX_ITERS):
-            t2 = th * th
-            f = th * (1 + t2 * (k0 + t2 * (k1 + t2 * (k2 + t2 * k3)))) - rho
-            df = 1 + t2 * (3 * k0 + t2 * (5 * k1 + t2 * (7 * k2 + t2 * 9 * k3)))
-            step = f / df
-            th -= step
-            if not abs(step) >= NEWTON_TOL:
-                break
-        t2 = th * th
-        f = th * (1 + t2 * (k0 + t2 * (k1 + t2 * (k2 + t2 * k3)))) - rho
-        df = 1 + t2 * (3 * k0 + t2 * (5 * k1 + t2 * (7 * k2 + t2 * 9 * k3)))
-        if abs(f) < CONVERGED_TOL and df > 0 and th >= 0 and th < tmax:
-            st = math.sin(th)
-            if rho < 1e-12:
-                out[i, 0] = 0.0
-                out[i, 1] = 0.0
-            else:
-                out[i, 0] = st * mx / rho
-                out[i, 1] = st * my / rho
-            out[i, 2] = math.cos(th)
-        else:
-            out[i, 0] = np.nan
-            out[i, 1] = np.nan
-            out[i, 2] = np.nan
+    for i in numba.prange(uv.shape[0]):
+        _, out[i, 0], out[i, 1], out[i, 2] = kb3_unproject_point_nb(uv[i, 0], uv[i, 1], params, tmax)
+
+
+@numba.njit(parallel=True, cache=True)
+def _project_kernel(pc, params, tmax, out):  # pragma: no cover - compiled
+    eye = np.eye(3)
+    zero = np.zeros(3)
+    for i in numba.prange(pc.shape[0]):
+        out[i, 0], out[i, 1] = kb3_project_point_nb(pc[i, 0], pc[i, 1], pc[i, 2], eye, zero, params, tmax)
+
+
+def kb3_project_numba(points_cam: np.ndarray, params: np.ndarray) -> np.ndarray:
+    """Compiled parallel projection for one camera: ``points_cam (..., 3)``, ``params (8,)`` -> ``(..., 2)``
+    raw pixels (NaN where invalid), as ``kb3_project_np``."""
+    params = np.ascontiguousarray(params, dtype=np.float64)
+    if params.shape != (8,):
+        raise ValueError(f"kb3_project_numba takes one camera's params (8,); got {params.shape}")
+    pc = np.ascontiguousarray(np.asarray(points_cam, dtype=np.float64).reshape(-1, 3))
+    out = np.empty((pc.shape[0], 2))
+    _project_kernel(pc, params, float(theta_max_np(params)), out)
+    return out.reshape(*np.shape(points_cam)[:-1], 2)
 
 
 def kb3_unproject_numba(pixels: np.ndarray, params: np.ndarray) -> np.ndarray:
@@ -231,7 +267,7 @@ def kb3_unproject_numba(pixels: np.ndarray, params: np.ndarray) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------------------ dispatch
 def _is_torch(x) -> bool:
-    return torch is not None and isinstance(x, torch.Tensor)
+    return isinstance(x, torch.Tensor)
 
 
 def kb3_project(points_cam, params, *, return_valid: bool = False):

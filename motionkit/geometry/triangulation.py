@@ -1,4 +1,4 @@
-"""Robust multi-view triangulation of keypoints from raw fisheye pixels (cameras.md section 6).
+"""Robust multi-view triangulation of keypoints from raw fisheye pixels (docs/pipeline.md, "triangulate").
 
 Per frame, view and joint: a raw pixel and a confidence. Observations with ``conf >= conf_min``
 are unprojected (KB3, Newton) to world rays. The linear solve is the confidence-weighted DLT in
@@ -30,7 +30,13 @@ import numba
 import numpy as np
 
 from motionkit.geometry.camera import CameraRig
-from motionkit.geometry.fisheye import kb3_project_np, kb3_unproject_np, theta_max_np
+from motionkit.geometry.fisheye import (
+    kb3_project_np,
+    kb3_project_point_nb,
+    kb3_unproject_np,
+    kb3_unproject_point_nb,
+    theta_max_np,
+)
 
 STATUS_NAMES = ("OK", "TOO_FEW_VIEWS", "RESIDUAL_REJECTED", "CHEIRALITY", "NO_CONVERGENCE")
 OK, TOO_FEW_VIEWS, RESIDUAL_REJECTED, CHEIRALITY, NO_CONVERGENCE = range(5)
@@ -184,46 +190,6 @@ def _triangulate_np(px, dirs, w, rig: CameraRig, cfg: TriangulationConfig):
 
 
 # ------------------------------------------------------------------------------------------------ numba kernel
-@numba.njit(cache=True, inline="always")
-def _nb_project(X0, X1, X2, R, t, p, tmax):  # pragma: no cover - compiled
-    x = R[0, 0] * X0 + R[0, 1] * X1 + R[0, 2] * X2 + t[0]
-    y = R[1, 0] * X0 + R[1, 1] * X1 + R[1, 2] * X2 + t[1]
-    z = R[2, 0] * X0 + R[2, 1] * X1 + R[2, 2] * X2 + t[2]
-    r = math.sqrt(x * x + y * y)
-    th = math.atan2(r, z)
-    if not th < tmax:
-        return np.nan, np.nan
-    t2 = th * th
-    rd = th * (1 + t2 * (p[4] + t2 * (p[5] + t2 * (p[6] + t2 * p[7]))))
-    s = 1.0 / z if r <= 1e-9 * abs(z) else rd / r
-    return p[0] * s * x + p[2], p[1] * s * y + p[3]
-
-
-@numba.njit(cache=True, inline="always")
-def _nb_unproject(u, v, p, tmax):  # pragma: no cover - compiled; same Newton as kb3_unproject_np
-    mx = (u - p[2]) / p[0]
-    my = (v - p[3]) / p[1]
-    rho = math.sqrt(mx * mx + my * my)
-    th = rho
-    for _ in range(20):
-        t2 = th * th
-        f = th * (1 + t2 * (p[4] + t2 * (p[5] + t2 * (p[6] + t2 * p[7])))) - rho
-        df = 1 + t2 * (3 * p[4] + t2 * (5 * p[5] + t2 * (7 * p[6] + t2 * 9 * p[7])))
-        step = f / df
-        th -= step
-        if not abs(step) >= 1e-12:
-            break
-    t2 = th * th
-    f = th * (1 + t2 * (p[4] + t2 * (p[5] + t2 * (p[6] + t2 * p[7])))) - rho
-    df = 1 + t2 * (3 * p[4] + t2 * (5 * p[5] + t2 * (7 * p[6] + t2 * 9 * p[7])))
-    if not (abs(f) < 1e-9 and df > 0 and th >= 0 and th < tmax):
-        return False, 0.0, 0.0, 0.0
-    st = math.sin(th)
-    if rho < 1e-12:
-        return True, 0.0, 0.0, 1.0
-    return True, st * mx / rho, st * my / rho, math.cos(th)
-
-
 @numba.njit(cache=True)
 def _nb_solve_once(C, d, w, mask, X0, X1, X2, reweight):  # pragma: no cover - compiled
     a00 = a01 = a02 = a11 = a12 = a22 = 0.0
@@ -289,7 +255,7 @@ def _nb_kernel(
         nv = 0
         for v in range(V):
             if w[n, v] > 0:
-                okr, dx, dy, dz = _nb_unproject(px[n, v, 0], px[n, v, 1], params[v], tmax[v])
+                okr, dx, dy, dz = kb3_unproject_point_nb(px[n, v, 0], px[n, v, 1], params[v], tmax[v])
                 if okr:  # camera ray -> world: R_wc = R_cw^T
                     dirs[n, v, 0] = Rcw[v, 0, 0] * dx + Rcw[v, 1, 0] * dy + Rcw[v, 2, 0] * dz
                     dirs[n, v, 1] = Rcw[v, 0, 1] * dx + Rcw[v, 1, 1] * dy + Rcw[v, 2, 1] * dz
@@ -306,7 +272,7 @@ def _nb_kernel(
             if ok:
                 for v in range(V):
                     if (valid >> v) & 1:
-                        u, vv = _nb_project(X0, X1, X2, Rcw[v], tcw[v], params[v], tmax[v])
+                        u, vv = kb3_project_point_nb(X0, X1, X2, Rcw[v], tcw[v], params[v], tmax[v])
                         e = math.sqrt((u - px[n, v, 0]) ** 2 + (vv - px[n, v, 1]) ** 2)
                         if not e < ransac_px:
                             need_ransac = True
@@ -341,7 +307,7 @@ def _nb_kernel(
                     for v in range(V):
                         if not (valid >> v) & 1:
                             continue
-                        u, vv = _nb_project(X0, X1, X2, Rcw[v], tcw[v], params[v], tmax[v])
+                        u, vv = kb3_project_point_nb(X0, X1, X2, Rcw[v], tcw[v], params[v], tmax[v])
                         e = math.sqrt((u - px[n, v, 0]) ** 2 + (vv - px[n, v, 1]) ** 2)
                         if e < ransac_px:
                             cur |= 1 << v
@@ -362,7 +328,7 @@ def _nb_kernel(
             for v in range(V):
                 if (inl >> v) & 1:
                     ninl += 1
-                    u, vv = _nb_project(X0, X1, X2, Rcw[v], tcw[v], params[v], tmax[v])
+                    u, vv = kb3_project_point_nb(X0, X1, X2, Rcw[v], tcw[v], params[v], tmax[v])
                     e = math.sqrt((u - px[n, v, 0]) ** 2 + (vv - px[n, v, 1]) ** 2)
                     if e != e:
                         e = np.inf  # an inlier that no longer projects is the worst view
@@ -376,7 +342,7 @@ def _nb_kernel(
         for v in range(V):
             inl_out[n, v] = (inl >> v) & 1
             if ok and (valid >> v) & 1:
-                u, vv = _nb_project(X0, X1, X2, Rcw[v], tcw[v], params[v], tmax[v])
+                u, vv = kb3_project_point_nb(X0, X1, X2, Rcw[v], tcw[v], params[v], tmax[v])
                 err_out[n, v] = math.sqrt((u - px[n, v, 0]) ** 2 + (vv - px[n, v, 1]) ** 2)
             else:
                 err_out[n, v] = np.nan

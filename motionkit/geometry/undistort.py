@@ -1,4 +1,4 @@
-"""Ego-Exo4D undistorted annotation pixels <-> raw fisheye pixels (cameras.md section 5).
+"""Ego-Exo4D undistorted annotation pixels <-> raw fisheye pixels (docs/conventions.md, "Cameras").
 
 Ego-Exo4D's exo ``annotation2D`` lives in the pinhole image made by OpenCV's fisheye undistortion
 with ``new_K = estimateNewCameraMatrixForUndistortRectify(K, D, (W, H), I, balance=0.8)``.
@@ -6,6 +6,7 @@ with ``new_K = estimateNewCameraMatrixForUndistortRectify(K, D, (W, H), I, balan
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 
 from motionkit.geometry.camera import Camera
@@ -16,8 +17,6 @@ ANNOTATION_BALANCE = 0.8
 
 def undistorted_new_K(camera: Camera, balance: float = ANNOTATION_BALANCE) -> np.ndarray:
     """The ``(3, 3)`` pinhole K of the undistorted image (OpenCV's balance rule, ``(W, H)`` size)."""
-    import cv2
-
     K = camera.K
     D = camera.D.reshape(4, 1)
     return cv2.fisheye.estimateNewCameraMatrixForUndistortRectify(

@@ -1,4 +1,4 @@
-"""Spatial codes and motion events (motion_features.md part (b)), as used to generate HumanMoveVQA
+"""Spatial codes and motion events (docs/motion.md), as used to generate HumanMoveVQA
 questions: six codes relative to frame 0, quantised into units, and MotionScript's single-path
 event finder (threshold 1), deterministic (no noise)."""
 

@@ -8,7 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from motionkit.common.errors import DataError
 from motionkit.conventions import R_ZUP_TO_YUP
+from motionkit.data.posed import fitted_body, fitted_valid
+from motionkit.data.store import TakeResult
 from motionkit.geometry.rotations import rotvec_to_matrix
 from motionkit.motion.codes import EventSet, extract_events
 from motionkit.motion.frames import valid_runs
@@ -78,32 +81,18 @@ def derive_motion(
     return DerivedMotion(runs, trajs, evs, feats)
 
 
-def fit_arrays(result) -> dict:
-    """The arrays of a fitted take in a result file (``TakeResult``) that motion features need:
+def fit_arrays(result: TakeResult) -> dict:
+    """The arrays of a fitted take in a result file that motion features need:
     ``joints_smplx (N, 55, 3)``, ``global_orient (N, 3)``, ``valid (N,)``, ``fps``, ``take_uid``.
 
     Joints are recomputed with the body model when the file does not store them.
     """
     if "smplx/global_orient" not in result.arrays:
-        raise ValueError(f"result of take {result.attrs.get('take_uid')} has no fit (stages: {result.stages})")
+        raise DataError(None, f"result of take {result.attrs.get('take_uid')} has no fit (stages: {result.stages})")
+    joints = result["joints/smplx"] if "joints/smplx" in result.arrays else fitted_body(result)
     go = result["smplx/global_orient"]
-    valid = result["valid"].astype(bool) if "valid" in result.arrays else np.isfinite(go).all(-1)
-    if "joints/smplx" in result.arrays:
-        joints = result["joints/smplx"]
-    else:
-        import torch
-
-        from motionkit.body.model import BodyModel
-
-        bm = BodyModel.load(result.config.get("body_model"), vertex_keypoints=(), dtype=torch.float64)
-        with torch.no_grad():
-            joints = bm(
-                torch.as_tensor(result["smplx/betas"]).expand(len(go), 10),
-                torch.as_tensor(np.nan_to_num(go)),
-                torch.as_tensor(np.nan_to_num(result["smplx/body_pose"]).reshape(-1, 21, 3)),
-                torch.as_tensor(np.nan_to_num(result["smplx/transl"])),
-            ).numpy()
-    fps = float(result.config.get("fps", 20.0))
+    valid = fitted_valid(result)
+    fps = result.fps
     return {
         "body_model": result.body_model,
         "joints_smplx": joints,

@@ -2,7 +2,7 @@
 
 The one z-up -> y-up conversion is ``conventions.R_ZUP_TO_YUP`` (a rotation, never a reflection).
 Because SMPL-X rotates about the pelvis rest joint J0(beta), the translation changes as
-``transl' = R (transl + J0) - J0`` (fitting.md section 9).
+``transl' = R (transl + J0) - J0`` (docs/conventions.md).
 """
 
 from __future__ import annotations
@@ -12,13 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from motionkit.conventions import R_ZUP_TO_YUP
-from motionkit.geometry.rotations import (
-    matrix_to_quat_xyzw,
-    matrix_to_rotvec,
-    quat_slerp,
-    quat_xyzw_to_matrix,
-    rotvec_to_matrix,
-)
+from motionkit.geometry.interpolation import bracket, lerp, slerp_rotvec
+from motionkit.geometry.rotations import matrix_to_rotvec, rotvec_to_matrix
 
 
 def zup_to_yup_points(p: np.ndarray) -> np.ndarray:
@@ -65,23 +60,11 @@ def resample_smplx(seq: SmplxSequence, times: np.ndarray, max_gap_s: float | Non
         raise ValueError("source times must be strictly increasing")
     if max_gap_s is None:
         max_gap_s = 1.5 * float(np.median(np.diff(t)))
-    i1 = np.clip(np.searchsorted(t, times, side="right"), 1, len(t) - 1)
-    i0 = i1 - 1
-    exact = np.isclose(times, t[i0], atol=1e-9)
-    w = np.where(exact, 0.0, (times - t[i0]) / (t[i1] - t[i0]))
-    inside = (times >= t[0] - 1e-9) & (times <= t[-1] + 1e-9)
-    ok = inside & seq.valid[i0] & np.where(exact, True, seq.valid[i1] & (t[i1] - t[i0] <= max_gap_s + 1e-9))
-    w = np.clip(w, 0.0, 1.0)
-
-    def slerp_rv(rv):
-        q0 = matrix_to_quat_xyzw(rotvec_to_matrix(rv[i0]))
-        q1 = matrix_to_quat_xyzw(rotvec_to_matrix(rv[i1]))
-        ww = w.reshape(w.shape + (1,) * (q0.ndim - 2))
-        return matrix_to_rotvec(quat_xyzw_to_matrix(quat_slerp(q0, q1, np.broadcast_to(ww, q0.shape[:-1]))))
-
-    go = slerp_rv(seq.global_orient)
-    bp = slerp_rv(seq.body_pose)
-    tr = (1 - w)[:, None] * seq.transl[i0] + w[:, None] * seq.transl[i1]
+    b = bracket(t, times, atol=1e-9)
+    ok = b.inside & seq.valid[b.i0] & seq.valid[b.i1] & (b.span <= max_gap_s + 1e-9)
+    go = slerp_rotvec(seq.global_orient, b)
+    bp = slerp_rotvec(seq.body_pose, b)
+    tr = lerp(seq.transl, b)
     nan = ~ok
     go[nan], bp[nan], tr[nan] = np.nan, np.nan, np.nan
     return SmplxSequence(times, go, bp, tr, ok, seq.betas)

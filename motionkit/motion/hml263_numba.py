@@ -9,7 +9,7 @@ import numba
 import numpy as np
 from scipy.ndimage import gaussian_filter1d
 
-from motionkit.motion.hml263 import FEET_THRESHOLD, KINEMATIC_CHAIN, RAW_OFFSETS, SMOOTH_SIGMA, TARGET_LENGTHS
+from motionkit.motion.hml263_skeleton import FEET_THRESHOLD, KINEMATIC_CHAIN, RAW_OFFSETS, SMOOTH_SIGMA, TARGET_LENGTHS
 
 # chains as flat (parent, child) bone lists in processing order
 _BONES = np.array([(a, b) for ch in KINEMATIC_CHAIN for a, b in zip(ch[:-1], ch[1:], strict=True)], dtype=np.int64)

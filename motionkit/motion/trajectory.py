@@ -1,4 +1,4 @@
-"""First-frame-anchored person-centric trajectory (motion_features.md part (a)).
+"""First-frame-anchored person-centric trajectory (docs/motion.md).
 
 Input is in a y-up world. Output axes: +x = the subject's initial left, +y = up, +z = the initial
 forward direction, origin at the frame-0 root. Angles are relative to frame 0, in degrees, yaw

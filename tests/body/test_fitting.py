@@ -13,7 +13,7 @@ from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.store import read_result
 from motionkit.eval.metrics import accel_error, mpjpe, pa_mpjpe
 from motionkit.geometry.fisheye import kb3_project_np
-from motionkit.pipeline import FitConfig, run_fit
+from motionkit.pipeline import PipelineConfig, run_fit
 
 J = {n: i for i, n in enumerate(SMPLX_JOINT_NAMES)}
 
@@ -70,7 +70,7 @@ def test_rotation_between():
 def fitted(default_root, tmp_path_factory):
     out = tmp_path_factory.mktemp("fits")
     outcomes = [
-        run_fit(default_root, info.take_uid, out, FitConfig(), progress=False)
+        run_fit(default_root, info.take_uid, out, PipelineConfig(), progress=False)
         for info in EgoExoDataset(default_root).takes()
     ]
     return out, outcomes
@@ -96,8 +96,10 @@ def test_fit_accuracy_coverage_and_smoothness(default_root, fitted):
         cams = json.loads(r.group_attrs["cameras"]["names"])
         seen2 = vis[:, [names.index(c) for c in cams]].sum(1) >= 2
         pred = r["joints/coco17"]
-        assert np.nanmean(pa_mpjpe(pred, gt)) <= 20.0
-        assert np.nanmean(mpjpe(pred, gt)) <= 30.0
+        # realistic preset: the truth is the subject's surface landmarks, which the fitted joint centres
+        # cannot reach (hip landmarks sit ~6 cm from the joint); measured 27-31 mm PA-MPJPE
+        assert np.nanmean(pa_mpjpe(pred, gt)) <= 38.0
+        assert np.nanmean(mpjpe(pred, gt)) <= 50.0
         assert r["valid"][seen2].mean() >= 0.98
         tri = r["triangulation/points"]
         tri_ok = np.isfinite(tri).all((-1, -2))
@@ -111,7 +113,7 @@ def test_fit_accuracy_coverage_and_smoothness(default_root, fitted):
         np.testing.assert_allclose(np.diff(r["time_s"]), 0.05, atol=1e-9)
         assert set(r.group("flags")) == {"FEW_CAMS", "FAST_JOINT", "HIGH_ACCEL", "EYE_ARIA_FAR"}
         assert r["reprojection/per_view_px"].shape == (len(cams),)
-        assert r["eval/pa_mpjpe_mm"] <= 20.0
+        assert r["eval/pa_mpjpe_mm"] <= 40.0  # uncorrected, against noisy annotation3D landmarks
         assert r.body_model["synthetic"] is True
         for p in oc.plots:
             assert p.endswith(".png")
@@ -120,14 +122,14 @@ def test_fit_accuracy_coverage_and_smoothness(default_root, fitted):
 def test_rerun_reuses_every_stage(default_root, fitted):
     out, outcomes = fitted
     uid = outcomes[0].result.attrs["take_uid"]
-    again = run_fit(default_root, uid, out, FitConfig(), progress=False, plot=False)
+    again = run_fit(default_root, uid, out, PipelineConfig(), progress=False, plot=False)
     assert again.reused == again.result.stages
     np.testing.assert_array_equal(again.result["smplx/transl"], outcomes[0].result["smplx/transl"])
 
 
 def test_fewer_than_two_cameras_is_recorded(tmp_path):
-    from motionkit.data.errors import DataError
-    from motionkit.data.synthetic.writer import SynthConfig, write_synthetic_dataset
+    from motionkit.common.errors import DataError
+    from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
     write_synthetic_dataset(tmp_path / "ds", SynthConfig(takes=1, seed=3, duration=2.0, cameras=1, extra_camera="none"))
     uid = EgoExoDataset(tmp_path / "ds").takes()[0].take_uid
@@ -140,7 +142,7 @@ def test_fewer_than_two_cameras_is_recorded(tmp_path):
 def test_no_wearer_found_is_recorded(tmp_path, synth_root):
     import shutil
 
-    from motionkit.data.errors import DataError
+    from motionkit.common.errors import DataError
     from motionkit.data.observations import read_observations, write_observations
 
     root = tmp_path / "ds"
@@ -158,7 +160,7 @@ def test_no_wearer_found_is_recorded(tmp_path, synth_root):
 def test_windowed_fit_matches_the_single_window_fit(default_root, fitted):
     """Long takes are fitted in overlapping windows with a frozen shape: force small windows on a
     10-s take and compare with the one-window fit stored by the pipeline."""
-    from motionkit.body.fitting import FACE_KEYPOINTS, FitConfig, FitInputs, fit_take
+    from motionkit.body.fitting import FACE_KEYPOINTS, BodyFitConfig, FitInputs, fit_take
 
     out, outcomes = fitted
     r = outcomes[0].result
@@ -168,7 +170,7 @@ def test_windowed_fit_matches_the_single_window_fit(default_root, fitted):
     kp, tri = r["association/keypoints"], r["triangulation/points"]
     inp = FitInputs(20.0, kp, w, r["grid/frame_index"], tri, rig_params, T)
     body = BodyModel(vertex_keypoints=FACE_KEYPOINTS)
-    res = fit_take(body, inp, FitConfig(window=80, overlap=20, iters=(60, 120, 60)))
+    res = fit_take(body, inp, BodyFitConfig(window=80, overlap=20, iters=(60, 120, 60)))
     assert res.losses["windows"] >= 3
     J = res.joints[:, :22]
     ref = r["joints/smplx"][:, :22]
@@ -183,7 +185,7 @@ def test_windowed_fit_matches_the_single_window_fit(default_root, fitted):
 def test_batched_problems_stay_independent(fitted):
     """Several takes fitted as one batch give the same result as fitting each alone (per-problem
     losses + Adam), even with different lengths and camera counts."""
-    from motionkit.body.fitting import FACE_KEYPOINTS, FitConfig, FitInputs, fit_batch, fit_sequence
+    from motionkit.body.fitting import FACE_KEYPOINTS, BodyFitConfig, FitInputs, fit_batch, fit_sequence
 
     _, outcomes = fitted
     inputs = []
@@ -197,7 +199,7 @@ def test_batched_problems_stay_independent(fitted):
         inputs.append(FitInputs(20.0, r["association/keypoints"][:n, :v], w, r["grid/frame_index"][:n],
                                 r["triangulation/points"][:n], r["cameras/params"][:v], T))  # fmt: skip
     body = BodyModel(vertex_keypoints=FACE_KEYPOINTS)
-    cfg = FitConfig(iters=(20, 40, 20))
+    cfg = BodyFitConfig(iters=(20, 40, 20))
     together = fit_batch(body, inputs, cfg)
     for inp, got in zip(inputs, together, strict=True):
         alone = fit_sequence(body, inp, cfg)

@@ -4,8 +4,8 @@ import torch
 
 from motionkit.body.model_file import REQUIRED_KEYS, load_model_file, resolve_model_path
 from motionkit.body.synthetic_model import generate_synthetic_arrays, generate_synthetic_smplx
+from motionkit.common.errors import DataError
 from motionkit.conventions import SMPLX_JOINT_NAMES, SMPLX_NUM_VERTICES, SMPLX_PARENTS, SMPLX_VERTEX_KEYPOINTS
-from motionkit.data.errors import DataError
 
 smplx = pytest.importorskip("smplx")
 J = {n: i for i, n in enumerate(SMPLX_JOINT_NAMES)}

@@ -6,13 +6,13 @@ import shutil
 import numpy as np
 import pytest
 
+from motionkit.common.errors import DataError
 from motionkit.data.egoexo4d import (
     EgoExoDataset,
     read_body_annotation,
     read_closed_loop_trajectory,
     read_gopro_calibs,
 )
-from motionkit.data.errors import DataError
 
 
 @pytest.fixture()

@@ -2,7 +2,7 @@ import h5py
 import numpy as np
 import pytest
 
-from motionkit.data.errors import DataError
+from motionkit.common.errors import DataError
 from motionkit.data.store import SCHEMA_VERSION, TakeResult, provenance, read_result, write_result
 
 

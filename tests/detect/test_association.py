@@ -7,8 +7,8 @@ import pytest
 from motionkit.conventions import fit_grid_frames, nearest_take_frames
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.observations import read_observations
-from motionkit.data.synthetic.writer import SynthConfig, write_synthetic_dataset
 from motionkit.detect.association import FLAG_LOW_CALIBRATION, SELECTED, AssociationConfig, _iou, select_wearer
+from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
 
 @pytest.fixture(scope="module")

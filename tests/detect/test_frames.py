@@ -2,7 +2,7 @@ import cv2
 import numpy as np
 import pytest
 
-from motionkit.data.errors import DataError
+from motionkit.common.errors import DataError
 from motionkit.detect.frames import read_frames
 
 

@@ -5,7 +5,7 @@ import pytest
 
 pytest.importorskip("rfdetr")
 
-from motionkit.data.errors import DataError  # noqa: E402
+from motionkit.common.errors import DataError  # noqa: E402
 from motionkit.detect.rfdetr_backend import RFDETRDetector, RFDETRKeypoints, resolve_weights  # noqa: E402
 
 

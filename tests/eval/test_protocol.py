@@ -6,9 +6,9 @@ from click.testing import CliRunner
 
 from motionkit.cli import main
 from motionkit.data.egoexo4d import EgoExoDataset
-from motionkit.data.synthetic.writer import SynthConfig, write_synthetic_dataset
 from motionkit.eval.protocol import segment_coverage, video_time_coverage
 from motionkit.eval.run import evaluate
+from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 from tests.helpers import gt_result
 
 

@@ -6,15 +6,14 @@ import numpy as np
 import pytest
 
 from motionkit.motion.hml263 import (
-    TARGET_SKELETON,
     hml263_to_joints,
     hml_positions,
     joints_to_hml263,
     joints_to_hml263_batch,
     normalize,
     smplx_joints_zup_to_hml,
-    target_bone_lengths,
 )
+from motionkit.motion.hml263_skeleton import TARGET_SKELETON, target_bone_lengths
 
 REF = (
     Path(os.environ.get("MOTIONKIT_SHARED", Path(__file__).resolve().parents[3] / "shared")) / "reference" / "humanml3d"

@@ -6,7 +6,7 @@ from motionkit.body.model import BodyModel
 from motionkit.conventions import SMPLX_TO_COCO17
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.observations import read_observations
-from motionkit.data.synthetic.writer import SynthConfig, write_synthetic_dataset
+from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
 
 def _gt(root, uid):

@@ -1,6 +1,6 @@
 """Write complete synthetic datasets in the exact Ego-Exo4D layout, with ground truth.
 
-Layout written under ``root`` (egoexo4d.md section 12, plus motionkit's own two folders)::
+Layout written under ``root`` (docs/synthetic.md; the Ego-Exo4D layout plus motionkit's own two folders)::
 
     takes.json  captures.json
     captures/<capture>/timesync.csv
@@ -29,20 +29,32 @@ from pathlib import Path
 
 import h5py
 import numpy as np
+import torch
 from scipy.interpolate import CubicSpline
 from scipy.spatial.transform import Rotation, RotationSpline
+from tqdm import tqdm
 
 from motionkit.body.model import BodyModel
-from motionkit.body.model_file import load_model_file
+from motionkit.body.model_file import BodyModelFile, load_model_file
+from motionkit.common.files import atomic_path, write_json_atomic, write_text_atomic
 from motionkit.conventions import COCO17_NAMES, COCO17_OFFSET_PARENT, SMPLX_TO_COCO17, TAKE_FPS
 from motionkit.data.aria import cad_T_device_cpf
-from motionkit.data.atomic import atomic_path, write_json_atomic, write_text_atomic
+from motionkit.data.egoexo4d import GOPRO_CALIB_COLUMNS, TRAJECTORY_COLUMNS
 from motionkit.data.observations import Observations, write_observations
-from motionkit.data.synthetic.motion import CONTROL_HZ, follower_controls, simulate_body, wearer_controls
-from motionkit.data.synthetic.scene import make_gopro_rig, person_views, simulate_detections
 from motionkit.geometry.camera import Camera, CameraRig
 from motionkit.geometry.rotations import invert_transform, make_transform, matrix_to_quat_xyzw
 from motionkit.geometry.undistort import pinhole_project, undistorted_new_K
+from motionkit.synthetic.motion import (
+    BASIC_ACTIVITIES,
+    CONTROL_HZ,
+    EXTENDED_ACTIVITIES,
+    follower_controls,
+    simulate_body,
+    wearer_controls,
+)
+from motionkit.synthetic.presets import PRESET_NAMES, PRESETS
+from motionkit.synthetic.scene import OBS_MISSED, DetectorNoise, make_gopro_rig, person_views, simulate_detections
+from motionkit.synthetic.subject import landmark_offsets, landmarks, subject_body
 
 UID_NAMESPACE = uuid.UUID("6f1f4c56-3c1e-4b47-9a55-5d1f8e7c2a10")
 T_CPF_RGB = make_transform(np.diag([-1.0, -1.0, 1.0]), np.array([0.056, 0.007121, 0.012883]))
@@ -51,23 +63,91 @@ ARIA_STREAMS = ("214-1", "1201-1", "1201-2", "211-1")
 
 @dataclass
 class SynthConfig:
-    """Options of ``motionkit synth`` (all defaults give the standard realistic take)."""
+    """Options of ``motionkit synth``. ``preset`` (``clean`` | ``realistic`` | ``hard``, see
+    docs/synthetic.md) sets every knob left at None; any knob given explicitly wins."""
 
     takes: int = 1
     seed: int = 0
     duration: float = 20.0  # seconds of take video
-    bystanders: int = 2
-    cameras: int = 4
+    preset: str = "realistic"
+    bystanders: int | None = None
+    cameras: int | None = None
     vertical_camera: bool = False  # mount one camera in portrait (2160 x 3840)
-    nan_timesync: bool = False  # blank some Aria timestamps in timesync.csv (short and long gaps)
+    nan_timesync: bool | None = None  # blank some Aria timestamps in timesync.csv (short and long gaps)
     extra_camera: str = "auto"  # "auto" (by take), "bad" (quality 0 row), "missing" (no calib row), "none"
     annotation_offset: list | None = None  # (17, 3) metres in each joint's parent frame, added to annotation3D
-    kp_noise_px: float = 3.0
-    outlier_rate: float = 0.03
-    swap_rate: float = 0.015
+    # the detector (see scene.DetectorNoise)
+    kp_noise_px: float | None = None
+    kp_noise_frac: float | None = None
+    kp_noise_ar1: float | None = None
+    outlier_rate: float | None = None
+    swap_rate: float | None = None
+    limb_swap_rate: float | None = None
+    swap_mean_frames: float | None = None
+    miss_rate: float | None = None
+    false_positive_rate: float | None = None
+    conf_error_coupling: float | None = None
+    self_occlusion: bool | None = None
+    # the people and the annotations
+    subject_model: bool | None = None  # people made with a body model that differs from the fitter's
+    landmarks: bool | None = None  # keypoints and annotation3D on surface landmarks, not joint centres
+    annotation_noise_m: float | None = None  # per-axis noise of annotation3D
+    # calibration and Aria errors
+    calib_rot_deg: float | None = None
+    calib_trans_m: float | None = None
+    calib_focal_frac: float | None = None
+    aria_jitter_m: float | None = None
+    aria_drift_m: float | None = None
+    # scene
+    bystander_min_dist_m: float | None = None
+    companion_near_m: float | None = None
+    motions: str | None = None  # "basic" | "extended"
+    far_camera: bool | None = None  # one camera 7-9 m away
     body_model: str | None = None  # path of an SMPL-X file; default: the synthetic model
     take_name_prefix: str = "synth"
     split_pattern: tuple = field(default=("val", "train", "train"))
+
+    def __post_init__(self) -> None:
+        if self.preset not in PRESETS:
+            raise ValueError(f"unknown preset {self.preset!r}; presets: {', '.join(PRESET_NAMES)}")
+        for k, v in PRESETS[self.preset].items():
+            if getattr(self, k) is None:
+                setattr(self, k, v)
+        if self.kp_noise_frac is None and not self.kp_noise_px:
+            raise ValueError("set kp_noise_px or kp_noise_frac")
+
+    def detector_noise(self) -> DetectorNoise:
+        return DetectorNoise(
+            kp_noise_px=self.kp_noise_px,
+            kp_noise_frac=self.kp_noise_frac,
+            ar1=self.kp_noise_ar1,
+            outlier_rate=self.outlier_rate,
+            swap_rate=self.swap_rate,
+            limb_swap_rate=self.limb_swap_rate,
+            swap_mean_frames=self.swap_mean_frames,
+            miss_rate=self.miss_rate,
+            false_positive_rate=self.false_positive_rate,
+            conf_error_coupling=self.conf_error_coupling,
+        )
+
+
+def perturb_calibration(rig: CameraRig, rng: np.random.Generator, cfg: SynthConfig) -> CameraRig:
+    """The rig as a calibration would report it: each camera rotated by ~``calib_rot_deg`` about a
+    random axis, moved by ~``calib_trans_m``, focal lengths off by ~``calib_focal_frac``, principal
+    point off by ~1 px per 0.1 % of focal error."""
+    cams = []
+    for c in rig:
+        axis = rng.normal(size=3)
+        axis /= np.linalg.norm(axis)
+        dR = Rotation.from_rotvec(axis * np.deg2rad(cfg.calib_rot_deg) * rng.normal(1.0, 0.3)).as_matrix()
+        T = c.T_world_cam.copy()
+        T[:3, :3] = T[:3, :3] @ dR
+        T[:3, 3] += rng.normal(0, cfg.calib_trans_m / np.sqrt(3), 3)
+        params = c.params.copy()
+        params[:2] *= 1 + rng.normal(0, cfg.calib_focal_frac)
+        params[2:4] += rng.normal(0, cfg.calib_focal_frac * 1000, 2)
+        cams.append(Camera(c.name, c.width, c.height, params, T, dict(c.meta)))
+    return CameraRig(cams)
 
 
 def take_uid_for(seed: int, index: int) -> str:
@@ -75,8 +155,6 @@ def take_uid_for(seed: int, index: int) -> str:
 
 
 def _cam_rows(rig: CameraRig, qualities: dict[str, int]) -> str:
-    from motionkit.data.egoexo4d import GOPRO_CALIB_COLUMNS
-
     lines = [",".join(GOPRO_CALIB_COLUMNS)]
     for c in rig:
         q = matrix_to_quat_xyzw(c.T_world_cam[:3, :3])
@@ -98,9 +176,9 @@ def _cam_rows(rig: CameraRig, qualities: dict[str, int]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write_trajectory(path: Path, t_us: np.ndarray, T_world_device: np.ndarray) -> None:
-    from motionkit.data.egoexo4d import TRAJECTORY_COLUMNS
-
+def write_trajectory_csv(path: Path, t_us: np.ndarray, T_world_device: np.ndarray) -> None:
+    """A ``closed_loop_trajectory.csv`` with device poses ``T_world_device (N, 4, 4)`` at ``t_us (N,)``
+    (velocities by finite differences), written atomically."""
     R = T_world_device[:, :3, :3]
     p = T_world_device[:, :3, 3]
     q = matrix_to_quat_xyzw(R)
@@ -129,8 +207,10 @@ def _write_h5_group(g: h5py.Group, seq, frames_ctrl: np.ndarray, pv, coco: np.nd
     g["visible"] = pv.visible
 
 
-def generate_take(root: Path, cfg: SynthConfig, index: int, body: BodyModel, identity: dict) -> dict:
-    """Generate one take under ``root`` and return its ``takes.json`` entry."""
+def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile) -> dict:
+    """Generate one take under ``root`` and return its ``takes.json`` entry. ``model``: the body model
+    the pipeline fits with; the people are made with it (``clean``) or with a subject model derived
+    from it (``cfg.subject_model``)."""
     if cfg.annotation_offset is not None and np.asarray(cfg.annotation_offset, dtype=float).shape != (17, 3):
         raise ValueError("annotation_offset must be a (17, 3) array of metres")
     rng = np.random.default_rng([cfg.seed, index])
@@ -145,7 +225,14 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, body: BodyModel, ide
     # --- world, scene and cameras ------------------------------------------------------------------
     floor_z = rng.uniform(-1.6, -1.0)
     center = rng.uniform(-3, 3, 2)
-    rig = make_gopro_rig(rng, center, floor_z, cfg.cameras, vertical=(0 if cfg.vertical_camera else None))
+    rig = make_gopro_rig(
+        rng,
+        center,
+        floor_z,
+        cfg.cameras,
+        vertical=(0 if cfg.vertical_camera else None),
+        far=(cfg.cameras - 1 if cfg.far_camera else None),
+    )
     extra = cfg.extra_camera
     if extra == "auto":
         extra = ("none", "bad", "missing")[index % 3]
@@ -167,13 +254,19 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, body: BodyModel, ide
     t = -pad + np.arange(n_ctrl) / CONTROL_HZ
     frames_ctrl = int(round(pad * CONTROL_HZ)) + np.arange(n_frames) * int(CONTROL_HZ / TAKE_FPS)
     radius = 1.8
+    if cfg.subject_model:
+        body, identity = subject_body(model, np.random.default_rng([cfg.seed, index, 1]))
+    else:
+        body, identity = BodyModel(model, dtype=torch.float64), model.identity
     betas_w = np.clip(rng.normal(0, 1.0, 10), -2.5, 2.5)
-    wc = wearer_controls(rng, t, center, radius)
+    activities = EXTENDED_ACTIVITIES if cfg.motions == "extended" else BASIC_ACTIVITIES
+    wc = wearer_controls(rng, t, center, radius, activities)
     wearer = simulate_body(body, betas_w, wc, floor_z)
     people = [wearer]
     for k in range(cfg.bystanders):
         if k % 2 == 0:  # companion: stays near the wearer, at 0.8-1.3 m, walking around them
-            r0, w0, ph = rng.uniform(0.8, 1.3), rng.choice([-1, 1]) * rng.uniform(0.4, 0.8), rng.uniform(0, 2 * np.pi)
+            r0 = rng.uniform(cfg.companion_near_m, 1.3)
+            w0, ph = rng.choice([-1, 1]) * rng.uniform(0.4, 0.8), rng.uniform(0, 2 * np.pi)
 
             def tgt(i, pos, r0=r0, w0=w0, ph=ph):
                 a = ph + w0 * t[i]
@@ -196,19 +289,26 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, body: BodyModel, ide
                 side = sides[j] if (i % plan_every) < plan_every // 2 else -sides[j]
                 return on_line + side * 1.2 * np.array([-d[1], d[0]])
 
-        bc = follower_controls(rng, t, tgt, wc.xy)
+        bc = follower_controls(rng, t, tgt, wc.xy, min_dist=cfg.bystander_min_dist_m)
         people.append(simulate_body(body, np.clip(rng.normal(0, 1.0, 10), -2.5, 2.5), bc, floor_z))
 
     # --- views, visibility and simulated detections (30 fps take frames) -------------------------
-    views = person_views(rig, [p.joints[frames_ctrl] for p in people])
-    det = simulate_detections(
-        rng, rig, views, kp_noise_px=cfg.kp_noise_px, outlier_rate=cfg.outlier_rate, swap_rate=cfg.swap_rate
-    )
+    joints_people = [p.joints[frames_ctrl] for p in people]
+    if cfg.landmarks:  # what detectors and annotators mark: surface landmarks of each person
+        lm_rng = np.random.default_rng([cfg.seed, index, 2])
+        coco_people = [
+            landmarks(jp, p.global_rotations[frames_ctrl].astype(np.float64), landmark_offsets(lm_rng))
+            for jp, p in zip(joints_people, people, strict=True)
+        ]
+    else:
+        coco_people = [jp[:, SMPLX_TO_COCO17] for jp in joints_people]
+    views = person_views(rig, joints_people, coco_people, self_occlusion=cfg.self_occlusion)
+    det = simulate_detections(rng, rig, views, cfg.detector_noise())
     wv = views[0]
+    calib_rig = perturb_calibration(rig, np.random.default_rng([cfg.seed, index, 3]), cfg)
+    calib_of = {c.name: c for c in calib_rig}
 
     # --- Aria: CPF rigid on the head, device = left SLAM camera at the CAD offset ------------------
-    import torch
-
     with torch.no_grad():
         rest = body(
             torch.as_tensor(betas_w, dtype=body.J_template.dtype),
@@ -231,6 +331,13 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, body: BodyModel, ide
     )
     tau = (t_us * 1000 - ts_frame0) / 1e9
     pos = CubicSpline(t, T_world_cpf_ctrl[:, :3, 3])(tau)
+    aria_rng = np.random.default_rng([cfg.seed, index, 4])
+    if cfg.aria_drift_m:  # slow drift of the SLAM trajectory: a few cm over the take
+        freq = aria_rng.uniform(0.5, 1.5, 3) / max(cfg.duration, 1.0)
+        phase = aria_rng.uniform(0, 2 * np.pi, 3)
+        pos = pos + cfg.aria_drift_m * np.sin(2 * np.pi * freq * tau[:, None] + phase) / np.sqrt(3)
+    if cfg.aria_jitter_m:
+        pos = pos + aria_rng.normal(0, cfg.aria_jitter_m / np.sqrt(3), pos.shape)
     rot = RotationSpline(t, Rotation.from_matrix(T_world_cpf_ctrl[:, :3, :3]))(tau).as_matrix()
     T_world_device = make_transform(rot, pos) @ T_cpf_device
 
@@ -239,8 +346,9 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, body: BodyModel, ide
     cap_dir = root / "captures" / capture
     (take_dir / "trajectory").mkdir(parents=True, exist_ok=True)
     cap_dir.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(take_dir / "trajectory" / "gopro_calibs.csv", _cam_rows(CameraRig(calib_cams), qualities))
-    _write_trajectory(take_dir / "trajectory" / "closed_loop_trajectory.csv", t_us, T_world_device)
+    calib_file_cams = [calib_of.get(c.name, c) for c in calib_cams]
+    write_text_atomic(take_dir / "trajectory" / "gopro_calibs.csv", _cam_rows(CameraRig(calib_file_cams), qualities))
+    write_trajectory_csv(take_dir / "trajectory" / "closed_loop_trajectory.csv", t_us, T_world_device)
 
     # timesync.csv
     cols, data = [], []
@@ -262,15 +370,19 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, body: BodyModel, ide
     write_text_atomic(cap_dir / "timesync.csv", "\n".join(lines) + "\n")
 
     # annotations (sparse ~10 Hz keys starting late; joints present only when seen in >= 2 views)
-    coco_w = wearer.joints[frames_ctrl][:, SMPLX_TO_COCO17]
-    ann3d = coco_w.copy()
+    coco_w = coco_people[0]
+    ann_rng = np.random.default_rng([cfg.seed, index, 5])
+    ann3d = (
+        coco_w + ann_rng.normal(0, cfg.annotation_noise_m, coco_w.shape) if cfg.annotation_noise_m else coco_w.copy()
+    )
     if cfg.annotation_offset is not None:
         off = np.asarray(cfg.annotation_offset, dtype=np.float64).reshape(17, 3)
         GR = wearer.global_rotations[frames_ctrl][:, COCO17_OFFSET_PARENT]  # (F, 17, 3, 3)
         ann3d = ann3d + np.einsum("fjab,jb->fja", GR, off)
     n_views = wv.kp_ok.sum(1)  # (F, 17)
     keys = np.arange(3 * int(rng.integers(2, 8)), n_frames, 3)
-    new_K = {c.name: undistorted_new_K(c) for c in all_cams}
+    ann_cams = [calib_of.get(c.name, c) for c in all_cams]  # annotations live in the calibration's cameras
+    new_K = {c.name: undistorted_new_K(c) for c in ann_cams}
     ann = {}
     for k in keys:
         present = (n_views[k] >= 2) & (rng.random(17) > 0.02)
@@ -284,7 +396,7 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, body: BodyModel, ide
             for j in np.flatnonzero(present)
         }
         a2 = {}
-        for v, c in enumerate(all_cams):
+        for v, c in enumerate(ann_cams):
             pc = ann3d[k] @ c.T_cam_world[:3, :3].T + c.T_cam_world[:3, 3]
             uv = pinhole_project(pc, new_K[c.name])
             pts = {
@@ -303,7 +415,7 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, body: BodyModel, ide
     write_json_atomic(ann_dir / "body" / "annotation" / f"{uid}.json", ann)
 
     cp = {"metadata": {"take_name": name, "take_uid": uid}}
-    for c in all_cams:
+    for c in ann_cams:
         cp[c.name] = {
             "camera_intrinsics": new_K[c.name].tolist(),
             "camera_extrinsics": c.T_cam_world[:3].tolist(),
@@ -334,13 +446,27 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, body: BodyModel, ide
         f.attrs["camera_names"] = json.dumps([c.name for c in all_cams])
         f.attrs["fps"] = TAKE_FPS
         f.attrs["floor_z"] = floor_z
-        f.attrs["body_model"] = json.dumps(identity)
+        f.attrs["body_model"] = json.dumps(model.identity)  # the model the pipeline fits with
+        f.attrs["subject_model"] = json.dumps(identity, default=float)  # the model the people are made with
         f.attrs["config"] = json.dumps(asdict(cfg))
         f.attrs["activities"] = json.dumps(wearer.labels)
+        f.attrs["preset"] = cfg.preset
+        names_json = json.dumps([c.name for c in all_cams])
         for p, (seq, pv) in enumerate(zip(people, views, strict=True)):
             g = f.create_group("wearer" if p == 0 else f"bystander_{p}")
-            _write_h5_group(g, seq, frames_ctrl, pv, seq.joints[frames_ctrl][:, SMPLX_TO_COCO17])
+            _write_h5_group(g, seq, frames_ctrl, pv, coco_people[p])
+            g.attrs["camera_names"] = names_json
+        f["wearer/joints_world"] = wearer.joints[frames_ctrl, :55]
         f["wearer/T_world_cpf"] = T_world_cpf_ctrl[frames_ctrl]
+        kind = np.full((n_frames, len(all_cams), 17), OBS_MISSED, np.int8)
+        mine = det.person_id == 0
+        kind[det.frame_index[mine], det.camera[mine]] = det.obs_kind[mine]
+        f["wearer/obs_kind"] = kind
+        cg = f.create_group("cameras")
+        cg["T_world_cam"] = np.stack([c.T_world_cam for c in all_cams])
+        cg["params"] = np.stack([c.params for c in all_cams])
+        cg.attrs["camera_names"] = names_json
+        cg.attrs["note"] = "the true cameras that rendered the keypoints (gopro_calibs.csv holds a calibration of them)"
         f["wearer/annotation3d_offset"] = (
             np.zeros((17, 3))
             if cfg.annotation_offset is None
@@ -397,18 +523,13 @@ def write_synthetic_dataset(root, cfg: SynthConfig | None = None, progress: bool
     cfg = cfg or SynthConfig()
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
-    import torch
-
     mf = load_model_file(cfg.body_model)
-    body = BodyModel(mf, dtype=torch.float64)
     entries = []
     it = range(cfg.takes)
     if progress:
-        from tqdm import tqdm
-
         it = tqdm(it, desc="synth takes", unit="take")
     for i in it:
-        entries.append(generate_take(root, cfg, i, body, mf.identity))
+        entries.append(generate_take(root, cfg, i, mf))
     splits = {e["take_uid"]: e.pop("split") for e in entries}
     write_json_atomic(root / "takes.json", entries, indent=1)
     write_json_atomic(

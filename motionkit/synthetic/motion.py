@@ -37,6 +37,8 @@ class Controls:
     roll: np.ndarray  # spine sideways lean (rad, + = to the left)
     head_yaw: np.ndarray  # rad
     labels: list[tuple[float, float, str]]  # (start_s, end_s, activity)
+    lift: np.ndarray | None = None  # pelvis raised above the grounded height (m): jumps
+    reach: np.ndarray | None = None  # 0..1: the right arm reaches forward and up
 
 
 @dataclass
@@ -64,8 +66,16 @@ def _steer(pos, heading, target, dt, max_rate):
     return heading + np.clip(d, -max_rate * dt, max_rate * dt), abs(d)
 
 
-def wearer_controls(rng: np.random.Generator, t: np.ndarray, center: np.ndarray, radius: float) -> Controls:
-    """A varied activity script for the camera wearer inside a disc (``center``, ``radius``)."""
+BASIC_ACTIVITIES = ("walk", "turn", "stop", "lean", "crouch", "side_step", "back_step")
+EXTENDED_ACTIVITIES = BASIC_ACTIVITIES + ("jog", "bend", "sit", "jump", "reach")
+
+
+def wearer_controls(
+    rng: np.random.Generator, t: np.ndarray, center: np.ndarray, radius: float, activities=BASIC_ACTIVITIES
+) -> Controls:
+    """A varied activity script for the camera wearer inside a disc (``center``, ``radius``), drawn
+    from ``activities`` (``BASIC_ACTIVITIES``, or ``EXTENDED_ACTIVITIES`` with jogging, bending,
+    sitting down and standing up, jumping and reaching)."""
     n = len(t)
     dt = 1.0 / CONTROL_HZ
     xy = np.zeros((n, 2))
@@ -79,7 +89,9 @@ def wearer_controls(rng: np.random.Generator, t: np.ndarray, center: np.ndarray,
     pos = center + rng.uniform(-0.3, 0.3, 2)
     h = rng.uniform(-np.pi, np.pi)
     i = 0
-    acts = ["walk", "turn", "stop", "lean", "crouch", "side_step", "back_step", "walk", "walk"]
+    acts = [*activities, "walk", "walk"]
+    lift = np.zeros(n)
+    reach = np.zeros(n)
     first = True
     while i < n:
         act = "walk" if first else acts[rng.integers(len(acts))]
@@ -92,6 +104,11 @@ def wearer_controls(rng: np.random.Generator, t: np.ndarray, center: np.ndarray,
             "crouch": rng.uniform(2.2, 3.2),
             "side_step": rng.uniform(1.2, 1.8),
             "back_step": rng.uniform(1.0, 1.6),
+            "jog": rng.uniform(2.0, 3.5),
+            "bend": rng.uniform(2.0, 3.0),
+            "sit": rng.uniform(3.0, 4.5),
+            "jump": rng.uniform(1.0, 1.6),
+            "reach": rng.uniform(1.8, 2.6),
         }[act]
         m = min(n - i, int(round(dur * CONTROL_HZ)))
         labels.append((t[i], t[min(i + m, n - 1)], act))
@@ -100,6 +117,8 @@ def wearer_controls(rng: np.random.Generator, t: np.ndarray, center: np.ndarray,
         side = rng.choice([-1, 1])
         lean_pitch = rng.uniform(0.3, 0.6)
         lean_roll = rng.choice([-1, 1]) * rng.uniform(0.0, 0.25)
+        bend_pitch = rng.uniform(0.9, 1.3)
+        jump_h = rng.uniform(0.15, 0.3)
         for k in range(m):
             u = k / max(m - 1, 1)
             bell = np.sin(np.pi * u) ** 2
@@ -125,6 +144,20 @@ def wearer_controls(rng: np.random.Generator, t: np.ndarray, center: np.ndarray,
                 speed_side[i] = 0.5 * sd * np.sin(np.pi * u)
             elif act == "back_step":
                 speed_fwd[i] = -0.45 * np.sin(np.pi * u) if np.linalg.norm(pos - center) < 0.8 * radius else 0.0
+            elif act == "jog":
+                h, _ = _steer(pos, h, target, dt, np.deg2rad(120))
+                speed_fwd[i] = 2.6 * min(1.0, np.linalg.norm(target - pos) / 0.8)
+            elif act == "bend":  # bend down to the floor and back up
+                pitch[i] = bend_pitch * bell
+                crouch[i] = 0.25 * bell
+            elif act == "sit":  # sit down (deep, thighs level), stay, stand up
+                crouch[i] = min(1.0, 1.8 * bell)
+                pitch[i] = 0.3 * bell
+            elif act == "jump":  # a crouch, one hop, a landing crouch
+                lift[i] = jump_h * max(0.0, np.sin(2 * np.pi * u))
+                crouch[i] = 0.45 * max(0.0, -np.sin(2 * np.pi * u))
+            elif act == "reach":
+                reach[i] = bell
             fwd = np.array([np.cos(h), np.sin(h)])
             left = np.array([-np.sin(h), np.cos(h)])
             pos = pos + dt * (speed_fwd[i] * fwd + speed_side[i] * left)
@@ -161,9 +194,10 @@ def _finish_controls(t, xy, heading, speed_fwd, speed_side, crouch, pitch, roll,
 
 
 def follower_controls(
-    rng: np.random.Generator, t: np.ndarray, target_fn, avoid_xy: np.ndarray, max_speed=1.3
+    rng: np.random.Generator, t: np.ndarray, target_fn, avoid_xy: np.ndarray, max_speed=1.3, min_dist: float = 0.7
 ) -> Controls:
-    """A bystander who walks toward ``target_fn(i, pos) -> (2,)`` and keeps >= 0.7 m from ``avoid_xy (N, 2)``."""
+    """A bystander who walks toward ``target_fn(i, pos) -> (2,)`` and keeps >= ``min_dist`` metres
+    (pelvis to pelvis) from ``avoid_xy (N, 2)``."""
     n = len(t)
     dt = 1.0 / CONTROL_HZ
     xy = np.zeros((n, 2))
@@ -183,8 +217,8 @@ def follower_controls(
         new = pos + step
         away = new - avoid_xy[i]
         dn = np.linalg.norm(away)
-        if dn < 0.7:  # never walk through the wearer
-            new = avoid_xy[i] + away / max(dn, 1e-6) * 0.7
+        if dn < min_dist:  # never walk through the wearer
+            new = avoid_xy[i] + away / max(dn, 1e-6) * min_dist
         speed[i] = np.linalg.norm(new - pos) / dt
         pos = new
         xy[i] = pos
@@ -218,9 +252,10 @@ def controls_to_pose(c: Controls) -> tuple[np.ndarray, np.ndarray]:
     R[:, J["head"]] = rx(-0.2 * spine_pitch + 0.1) @ ry(0.6 * c.head_yaw)
     arm = 0.35 * a * np.sin(ph)
     R[:, J["left_shoulder"]] = rx(arm) @ rz(-np.deg2rad(72) * np.ones(n))
-    R[:, J["right_shoulder"]] = rx(-arm) @ rz(np.deg2rad(72) * np.ones(n))
+    reach = np.zeros(n) if c.reach is None else c.reach
+    R[:, J["right_shoulder"]] = rx(-arm - 0.5 * reach) @ rz(np.deg2rad(72) * (1 - reach)) @ ry(1.3 * reach)
     R[:, J["left_elbow"]] = ry(-(0.35 + 0.25 * a + 0.3 * cr + 0.1 * np.maximum(0, -np.sin(ph))))
-    R[:, J["right_elbow"]] = ry(0.35 + 0.25 * a + 0.3 * cr + 0.1 * np.maximum(0, np.sin(ph)))
+    R[:, J["right_elbow"]] = ry((0.35 + 0.25 * a + 0.3 * cr + 0.1 * np.maximum(0, np.sin(ph))) * (1 - 0.8 * reach))
     yaw = c.heading + np.pi / 2  # body +z faces (cos h, sin h) after Rx(+90)
     R[:, 0] = rz(yaw) @ R_YUP_TO_ZUP @ rx(0.25 * cr)
     return R[:, 0], R[:, 1:]
@@ -241,6 +276,8 @@ def simulate_body(body: BodyModel, betas: np.ndarray, c: Controls, floor_z: floa
     foot_z = joints[:, list(FOOT_POINTS), 2].min(axis=1)
     transl[:, 2] = floor_z + 0.005 - foot_z
     transl[:, 2] = gaussian_filter1d(transl[:, 2], 1.0, mode="nearest")
+    if c.lift is not None:
+        transl[:, 2] += c.lift
     joints = joints + transl[:, None, :]
     GR = GR.numpy()
     T_head = np.tile(np.eye(4), (len(c.t), 1, 1))

@@ -7,11 +7,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from motionkit.body.model_file import motionkit_home
-from motionkit.data.synthetic.writer import SynthConfig, write_synthetic_dataset
+from motionkit.common.home import motionkit_home
+from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
-DEMO_CONFIG = SynthConfig(takes=3, seed=2026, duration=20.0, bystanders=2)
-DEMO_VERSION = "1"
+DEMO_CONFIG = SynthConfig(takes=3, seed=2026, duration=20.0, preset="realistic")
+DEMO_VERSION = "2"
 
 
 def demo_root() -> Path:

@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
@@ -38,3 +40,11 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
 
 def write_json_atomic(path: str | os.PathLike, obj: Any, indent: int | None = None) -> None:
     write_text_atomic(path, json.dumps(obj, indent=indent))
+
+
+def save_npz_atomic(path: str | os.PathLike, arrays: dict[str, Any]) -> Path:
+    """Write ``arrays`` with ``np.savez_compressed`` atomically; returns ``path``."""
+    path = Path(path)
+    with atomic_path(path, suffix=".npz") as tmp, open(tmp, "wb") as fh:
+        np.savez_compressed(fh, **arrays)
+    return path

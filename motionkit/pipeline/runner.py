@@ -1,0 +1,157 @@
+"""Run the stages of one take, reusing what an earlier run of the same configuration left."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from motionkit import __version__
+from motionkit.body.model_file import load_model_file
+from motionkit.common.errors import DataError
+from motionkit.data.aria import DEFAULT_CPF_SOURCE
+from motionkit.data.egoexo4d import EgoExoDataset
+from motionkit.data.store import TakeResult, config_hash, provenance, read_result, result_path, write_result
+from motionkit.pipeline.config import PipelineConfig
+from motionkit.pipeline.stages import STAGES, StageContext
+from motionkit.viz import plot_fit_views, plot_topdown
+
+
+def reusable_result(path: Path, config: PipelineConfig) -> TakeResult | None:
+    """The result at ``path`` if its stage outputs may be reused for ``config``: it reads, finished
+    without failure, and was made with the same configuration hash and motionkit version. ``fit``
+    reuses its stages; ``batch`` skips a take whose reusable result holds every stage (``is_complete``).
+    """
+    if not path.is_file():
+        return None
+    try:
+        prev = read_result(path)
+    except DataError:
+        return None
+    same = (
+        prev.attrs.get("status") == "ok"
+        and prev.attrs.get("config_hash") == config_hash(config.to_dict())
+        and prev.attrs.get("motionkit_version") == __version__
+    )
+    return prev if same else None
+
+
+def is_complete(out_dir: str | Path, take_uid: str, config: PipelineConfig) -> bool:
+    """A reusable result of this take holding every stage: nothing left to compute."""
+    prev = reusable_result(result_path(out_dir, take_uid), config)
+    return prev is not None and prev.stages == list(STAGES)
+
+
+@dataclass
+class FitOutcome:
+    path: Path
+    result: TakeResult
+    timings: dict[str, float]
+    info: dict
+    reused: list[str]
+    plots: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict:
+        r = self.result
+        return {
+            "take_uid": r.attrs["take_uid"],
+            "take_name": r.attrs["take_name"],
+            "result": str(self.path),
+            "status": r.attrs["status"],
+            "message": r.attrs.get("message", ""),
+            "stages": r.stages,
+            "reused_stages": self.reused,
+            "frames": int(len(r["grid/time_s"])) if "grid/time_s" in r.arrays else 0,
+            "fps": r.fps if "grid" in r.group_attrs else None,
+            "body_model": r.body_model,
+            "seconds_per_stage": {k: round(v, 3) for k, v in self.timings.items()},
+            "coverage": float(np.mean(r["valid"])) if "valid" in r.arrays else None,
+            "reprojection_px": float(np.nanmedian(r["reprojection/px"])) if "reprojection/px" in r.arrays else None,
+            "pa_mpjpe_mm": float(r["eval/pa_mpjpe_mm"]) if "eval/pa_mpjpe_mm" in r.arrays else None,
+            "mpjpe_world_mm": float(r["eval/mpjpe_world_mm"]) if "eval/mpjpe_world_mm" in r.arrays else None,
+            "plots": self.plots,
+            "info": {k: v for k, v in self.info.items() if k not in ("out_dir", "progress")},
+        }
+
+
+def run_fit(
+    root: str | Path,
+    take_id: str,
+    out_dir: str | Path,
+    config: PipelineConfig | None = None,
+    *,
+    until: str | None = None,
+    progress: bool = True,
+    log: Callable[[str], None] | None = None,
+    plot: bool = True,
+) -> FitOutcome:
+    """Run the stages for one take and write ``<out_dir>/<take_uid>.h5``.
+
+    Stage outputs of an existing result file are reused under the rule of ``reusable_result``. A
+    ``DataError`` inside a stage is recorded in the result file (``status = "failed"``) and
+    re-raised; an unknown take or dataset raises before anything is written.
+    """
+    config = config or PipelineConfig()
+    if until is not None and until not in STAGES:
+        raise ValueError(f"unknown stage {until!r}; stages: {', '.join(STAGES)}")
+    ds = EgoExoDataset(root)
+    take = ds.take(take_id)
+    take.timesync_offset = config.timesync_offset
+    path = result_path(out_dir, take.uid)
+    cfg = config.to_dict()
+    body = load_model_file(config.body_model)
+    result = TakeResult(
+        provenance(
+            take_uid=take.uid,
+            take_name=take.name,
+            dataset_root=str(ds.root),
+            body_model=body.identity,
+            config=cfg,
+            timesync_offset=config.timesync_offset,
+            cpf_source=DEFAULT_CPF_SOURCE,
+        )
+    )
+    previous = reusable_result(path, config)
+    names = list(STAGES)
+    if until is not None:
+        names = names[: names.index(until) + 1]
+    ctx = StageContext(take, config, result, info={"out_dir": str(out_dir), "progress": progress})
+    timings: dict[str, float] = {}
+    reused: list[str] = []
+    done: list[str] = []
+    say = log or (lambda s: None)
+    for name in names:
+        fn, groups = STAGES[name]
+        t0 = time.perf_counter()
+        if previous is not None and name in previous.stages:
+            for g in groups:
+                result.arrays.update({k: v for k, v in previous.arrays.items() if k == g or k.startswith(g + "/")})
+                if g in previous.group_attrs:
+                    result.group_attrs[g] = dict(previous.group_attrs[g])
+            reused.append(name)
+            say(f"[{name}] reused from {path.name}")
+        else:
+            try:
+                fn(ctx)
+            except DataError as exc:
+                result.attrs["status"] = "failed"
+                result.attrs["message"] = f"stage {name}: {exc}"
+                result.attrs["stages"] = json.dumps(done)
+                write_result(path, result)
+                raise
+            say(f"[{name}] {ctx.info.get(name, 'done')} ({time.perf_counter() - t0:.2f} s)")
+        done.append(name)
+        timings[name] = time.perf_counter() - t0
+    result.attrs["stages"] = json.dumps(done)
+    write_result(path, result)
+    plots = []
+    if "fit" in done and plot:
+        plots = [
+            str(plot_fit_views(result, path.with_suffix(".views.png"))),
+            str(plot_topdown(result, path.with_suffix(".topdown.png"))),
+        ]
+    return FitOutcome(path, result, timings, ctx.info, reused, plots)

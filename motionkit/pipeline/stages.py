@@ -1,0 +1,323 @@
+"""The stages of one take, in order (docs/pipeline.md): each reads what earlier stages put in the
+result and adds its own groups (docs/result_file.md). ``STAGES`` maps a stage name to its function
+and the result groups it owns; ``runner.run_fit`` runs them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from motionkit.body.fitting import FACE_KEYPOINTS, BodyFitConfig, FitInputs, fit_take
+from motionkit.body.model import BodyModel
+from motionkit.body.quality import quality_flags, valid_frames
+from motionkit.common.errors import DataError
+from motionkit.conventions import SMPLX_TO_COCO17, TAKE_FPS, fit_grid_frames, nearest_take_frames
+from motionkit.data.aria import DEFAULT_CPF_SOURCE
+from motionkit.data.egoexo4d import Take
+from motionkit.data.observations import write_observations
+from motionkit.data.store import TakeResult
+from motionkit.detect.association import select_wearer
+from motionkit.detect.frames import exo_video_path
+from motionkit.detect.sources import annotation_observations, dataset_observation_path, load_observation_cache
+from motionkit.detect.video import detect_videos
+from motionkit.eval.protocol import EvalConfig, match_to_annotation, score_take, video_time_coverage
+from motionkit.eval.run import fit_samples
+from motionkit.geometry.triangulation import prune_far_cameras, triangulate
+from motionkit.motion.derive import derive_motion
+from motionkit.pipeline.config import PipelineConfig
+
+
+@dataclass
+class StageContext:
+    """What a stage works on: the take, the run's options, the result being built, a line of
+    information per stage (``info``), and the take's observations once detected."""
+
+    take: Take
+    config: PipelineConfig
+    result: TakeResult
+    info: dict = field(default_factory=dict)
+    obs: object = None  # Observations of the take, once detected
+
+
+def stage_load(ctx: StageContext) -> None:
+    take = ctx.take
+    rig = take.rig
+    status = take.camera_status
+    ctx.result.put(
+        "cameras",
+        {"params": rig.params, "T_world_cam": np.stack([c.T_world_cam for c in rig]), "size": rig.sizes},
+        names=json.dumps(rig.names),
+        status=json.dumps(status),
+    )
+    pos = fit_grid_frames(take.n_frames, ctx.config.fps)
+    ctx.result.put(
+        "grid",
+        {"frame_pos": pos, "frame_index": nearest_take_frames(pos), "time_s": pos / TAKE_FPS},
+        fps=ctx.config.fps,
+        n_take_frames=take.n_frames,
+    )
+    ctx.info["load"] = f"{len(rig)} cameras ({', '.join(rig.names)}), {len(pos)} frames at {ctx.config.fps:g} fps"
+
+
+def stage_anchor(ctx: StageContext) -> None:
+    frames = ctx.result["grid/frame_index"]
+    ts, reason = ctx.take.frame_device_ns(frames)
+    anchor = ctx.take.trajectory.head_anchor_at(ts)
+    reason = np.where((reason == "") & ~anchor.valid, "NO_ARIA_POSE", reason)
+    ctx.result.put(
+        "aria",
+        {
+            "device_time_ns": ts,
+            "position": anchor.position,
+            "rotation": anchor.rotation,
+            "valid": anchor.valid,
+            "reason": reason.astype(str),
+        },
+        cpf_source=DEFAULT_CPF_SOURCE,
+        T_device_cpf="CAD DVT-S",
+    )
+    ctx.info["anchor"] = f"head anchor valid on {anchor.valid.mean():.1%} of frames"
+
+
+def _detection_source(ctx: StageContext) -> str:
+    src = ctx.config.detector
+    if src == "auto":
+        if dataset_observation_path(ctx.take).is_file():
+            return "observations"
+        if ctx.config.detector_weights or any(exo_video_path(ctx.take, n).is_file() for n in ctx.take.rig.names):
+            return "rfdetr"
+        raise DataError(
+            dataset_observation_path(ctx.take),
+            "no detections for this take: no observation cache and "
+            "no videos; pass --detector annotation or provide frame_aligned_videos and RF-DETR weights",
+        )
+    if src not in ("observations", "annotation", "rfdetr"):
+        raise ValueError(f"unknown detector {src!r}")
+    return src
+
+
+def _cache_path(ctx: StageContext) -> Path:
+    return Path(ctx.info["out_dir"]) / "cache" / f"{ctx.take.uid}.observations.h5"
+
+
+def stage_detect(ctx: StageContext) -> None:
+    rig = ctx.take.rig
+    src = _detection_source(ctx)
+    frames = ctx.result["grid/frame_index"]
+    if src == "observations":
+        path = dataset_observation_path(ctx.take)
+        obs = load_observation_cache(path, rig)
+    elif src == "annotation":
+        obs = annotation_observations(ctx.take, rig)
+        path = _cache_path(ctx)
+        write_observations(path, obs, take_uid=ctx.take.uid)
+    else:
+        path = _cache_path(ctx)
+        cfg = ctx.config
+        obs = detect_videos(
+            ctx.take,
+            frames,
+            path,
+            variant=cfg.detector_variant,
+            detector_weights=cfg.detector_weights,
+            keypoint_weights=cfg.keypoint_weights,
+            threshold=cfg.detector_threshold,
+            downscaled=cfg.downscaled_video,
+            device=cfg.device,
+        )
+    ctx.obs = obs
+    in_frames = np.isin(obs.frame_index, frames)
+    count = np.array(
+        [
+            int((in_frames & (obs.camera == obs.camera_names.index(n))).sum()) if n in obs.camera_names else 0
+            for n in rig.names
+        ]
+    )
+    ctx.result.put("detections", {"count": count}, source=src, path=str(path), camera_names=json.dumps(rig.names))
+    ctx.info["detect"] = f"{src}: {int(count.sum())} person detections on {len(frames)} frames x {len(rig)} cameras"
+
+
+def _observations(ctx: StageContext):
+    obs = getattr(ctx, "obs", None)
+    if obs is None:  # the detect stage was reused from an earlier run: reload its cache
+        obs = load_observation_cache(Path(ctx.result.group_attrs["detections"]["path"]), ctx.take.rig)
+        ctx.obs = obs
+    return obs
+
+
+def stage_keypoints(ctx: StageContext) -> None:
+    obs = _observations(ctx)
+    have = np.isfinite(obs.keypoints[..., 0]).any(-1).mean() if len(obs) else 0.0
+    ctx.result.put("keypoints", {}, model=str(obs.attrs.get("keypoint_model", "unknown")), format="coco17")
+    ctx.info["keypoints"] = f"{obs.attrs.get('keypoint_model', 'unknown')}: keypoints on {have:.1%} of detections"
+
+
+def stage_associate(ctx: StageContext) -> None:
+    obs = _observations(ctx)
+    r = ctx.result
+    reason = r["aria/reason"].astype(str)
+    a = select_wearer(
+        obs, ctx.take.rig, r["grid/frame_index"], r["aria/position"], r["aria/valid"].astype(bool), reason
+    )
+    r.put("association", a.to_arrays(), camera_names=json.dumps(a.camera_names), floor_z=a.floor_z)
+    taus = ", ".join(f"{n} {t:.0f}px" for n, t in zip(a.camera_names, a.tau_px, strict=True))
+    ctx.info["associate"] = f"wearer selected in {a.selected.mean():.1%} of camera-frames; tau {taus}"
+
+
+def stage_triangulate(ctx: StageContext) -> None:
+    r = ctx.result
+    rig = ctx.take.rig
+    anchor = r["aria/position"][r["aria/valid"].astype(bool)]
+    prune = prune_far_cameras(rig, anchor) if len(anchor) else None
+    kept = np.array([prune is None or n in prune.kept for n in rig.names])
+    sel = r["association/det_index"] >= 0
+    conf = np.where(sel[..., None] & kept[None, :, None], r["association/confidence"], 0.0)
+    tri = triangulate(r["association/keypoints"], conf, rig)
+    r.put(
+        "triangulation",
+        {
+            "points": tri.points,
+            "status": tri.status,
+            "n_views": tri.n_views,
+            "inlier": tri.inlier,
+            "residual_px": tri.residual_px,
+            "camera_kept": kept,
+        },
+        pruned=json.dumps({} if prune is None else prune.dropped),
+    )
+    ok = tri.status == 0
+    ctx.info["triangulate"] = (
+        f"{ok.mean():.1%} of joints triangulated; pruned: "
+        f"{', '.join(prune.dropped) if prune and prune.dropped else 'none'}"
+    )
+
+
+def selected_views(r: TakeResult) -> np.ndarray:
+    """``(M, V)`` bool: the wearer was selected in that view and the camera survived pruning."""
+    kept = r["triangulation/camera_kept"].astype(bool)
+    return (r["association/det_index"] >= 0) & kept[None]
+
+
+def build_fit_inputs(r: TakeResult, rig, fps: float):
+    """``FitInputs`` from a result holding the association and triangulation stages: selected keypoints
+    weighted by confidence x association confidence; pruned cameras, and the views that triangulation
+    rejected at joints it triangulated, get no weight."""
+    sel = selected_views(r)
+    w = r["association/confidence"] * r["association/assoc_conf"][..., None] * sel[..., None]
+    tri_ok = r["triangulation/status"] == 0
+    w = np.where(tri_ok[:, None, :] & ~r["triangulation/inlier"].astype(bool), 0.0, w)
+    return FitInputs(fps, r["association/keypoints"], w, r["grid/frame_index"], r["triangulation/points"], rig.params,
+                     rig.T_cam_world)  # fmt: skip
+
+
+def stage_fit(ctx: StageContext) -> None:
+    r = ctx.result
+    take = ctx.take
+    kept = r["triangulation/camera_kept"].astype(bool)
+    if kept.sum() < 2:
+        raise DataError(take.calibration_path, f"fewer than 2 usable cameras ({int(kept.sum())}): cannot fit")
+    n_views = selected_views(r).sum(1)
+    if not (n_views >= 2).any():
+        raise DataError(take.take_dir, "no wearer found: no frame has the wearer selected in 2 or more views")
+    inp = build_fit_inputs(r, take.rig, ctx.config.fps)
+    fps = ctx.config.fps
+    bcfg = BodyFitConfig(device=ctx.config.device, iters=tuple(ctx.config.fit_iters))
+    body = BodyModel.load(ctx.config.body_model, vertex_keypoints=FACE_KEYPOINTS)
+    total = sum(bcfg.iters) * max(1, int(np.ceil(len(inp.keypoints) / (bcfg.window - bcfg.overlap))))
+    bar = None
+    if ctx.info.get("progress"):
+        bar = tqdm(total=total, desc="fit", unit="it", leave=False, mininterval=1.0)
+    out = fit_take(body, inp, bcfg, progress=bar.update if bar is not None else None)
+    if bar is not None:
+        bar.close()
+    M = len(out.transl)
+    valid = valid_frames(n_views, fps, bcfg.max_gap_s)
+    J = out.joints.copy()
+    J[~valid] = np.nan
+    nanv = np.where(valid[:, None], 1.0, np.nan)
+    r.put(
+        "smplx",
+        {
+            "global_orient": out.global_orient * nanv,
+            "body_pose": out.body_pose.reshape(M, 63) * nanv,
+            "betas": out.betas,
+            "transl": out.transl * nanv,
+        },
+        body_model=json.dumps(body.identity),
+    )
+    r.put("joints", {"coco17": J[:, SMPLX_TO_COCO17], "smplx": J[:, :55]})
+    r.arrays["time_s"] = r["grid/time_s"]
+    r.arrays["valid"] = valid
+    r.put("flags", quality_flags(out.joints, valid, n_views, fps, r["aria/position"], FACE_KEYPOINTS))
+    per_view = np.nanmean(np.where(valid[:, None], out.reproj_px, np.nan), axis=0)
+    r.put("reprojection", {"px": out.reproj_px, "per_view_px": per_view}, losses=json.dumps(out.losses))
+    ctx.info["fit"] = (
+        f"{valid.mean():.1%} of frames valid; reprojection {np.nanmedian(out.reproj_px):.1f} px "
+        f"(median); betas {np.round(out.betas[:3], 2).tolist()}..."
+    )
+
+
+def stage_motion(ctx: StageContext) -> None:
+    r = ctx.result
+    d = derive_motion(
+        r["joints/smplx"], r["smplx/global_orient"], r["valid"].astype(bool), ctx.config.fps, motion_id=ctx.take.uid
+    )
+    for g, arrays in d.to_result_arrays(len(r["valid"])).items():
+        r.put(g, arrays)
+    n_ev = sum(1 for es in d.events for e in es.events if e.qa_eligible)
+    ctx.info["motion"] = (
+        f"{len(d.runs)} run(s); {n_ev} QA-eligible events; {sum(len(f) for f in d.features)} x 263 features"
+    )
+
+
+def stage_evaluate(ctx: StageContext) -> None:
+    r = ctx.result
+    ann = ctx.take.body_annotation("annotation")
+    fit = fit_samples(r)
+    cov = video_time_coverage(fit.time_s, fit.valid, ctx.take.n_frames, ctx.config.fps)
+    if ann is None or len(ann.frames) == 0:
+        r.put("eval", {"coverage_video_time": cov.mean()}, annotated=False)
+        ctx.info["evaluate"] = f"no manual annotation; coverage {cov.mean():.1%} of the video timeline"
+        return
+    cfg = EvalConfig()
+    m = match_to_annotation(fit, ann.frames, ann.joints3d, ann.num_views, cfg, ctx.config.fps)
+    sc = score_take(ctx.take.uid, m, cfg, None, cov)
+    row = sc.row()
+    r.put(
+        "eval",
+        {
+            "pa_mpjpe_mm": row["pa_mpjpe"] if row["pa_mpjpe"] is not None else np.nan,
+            "mpjpe_world_mm": row["mpjpe_world"] if row["mpjpe_world"] is not None else np.nan,
+            "frames_scored": row["frames_scored"],
+            "coverage_video_time": row["coverage_video_time"],
+            "per_joint_mm": sc.per_joint,
+        },
+        annotated=True,
+    )
+    ctx.info["evaluate"] = (
+        (
+            f"PA-MPJPE {row['pa_mpjpe']:.1f} mm, MPJPE {row['mpjpe_world']:.1f} mm on "
+            f"{row['frames_scored']} annotated frames (uncorrected)"
+        )
+        if row["pa_mpjpe"] is not None
+        else "annotations present but no frame could be scored"
+    )
+
+
+STAGES: dict[str, tuple[Callable[[StageContext], None], tuple[str, ...]]] = {
+    "load": (stage_load, ("cameras", "grid")),
+    "anchor": (stage_anchor, ("aria",)),
+    "detect": (stage_detect, ("detections",)),
+    "keypoints": (stage_keypoints, ("keypoints",)),
+    "associate": (stage_associate, ("association",)),
+    "triangulate": (stage_triangulate, ("triangulation",)),
+    "fit": (stage_fit, ("smplx", "joints", "flags", "reprojection", "time_s", "valid")),
+    "motion": (stage_motion, ("trajectory", "codes", "features")),
+    "evaluate": (stage_evaluate, ("eval",)),
+}

@@ -1,0 +1,140 @@
+"""The realised difficulty of a synthetic dataset, measured against its ground truth (docs/synthetic.md).
+
+Every accuracy figure should come with these numbers: how far the wearer's 2D keypoints are from the
+projection of the true landmarks through the dataset's (imperfect) calibration, how correlated those
+errors are in time, how often they are swapped, gross or missing, how far the landmarks sit from
+the joint centres, and how wrong the calibration is.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from motionkit.common.errors import DataError
+from motionkit.conventions import SMPLX_TO_COCO17
+from motionkit.data.egoexo4d import EgoExoDataset
+from motionkit.data.observations import read_observations
+from motionkit.data.store import read_result, result_path
+from motionkit.eval.metrics import pa_mpjpe
+from motionkit.geometry.camera import Camera, CameraRig
+from motionkit.synthetic.scene import OBS_MISSED, OBS_OUTLIER, OBS_SWAPPED
+
+HIP_COCO = (11, 12)
+SHOULDER_COCO = (5, 6)
+FAR_PX = 50.0
+
+
+def lag1_autocorrelation(err: np.ndarray) -> float:
+    """Pooled lag-1 autocorrelation of error series ``(T, ...)`` along axis 0 (NaN pairs skipped)."""
+    a, b = err[1:], err[:-1]
+    ok = np.isfinite(a) & np.isfinite(b)
+    if ok.sum() < 10:
+        return float("nan")
+    a, b = a[ok], b[ok]
+    a, b = a - a.mean(), b - b.mean()
+    return float((a * b).sum() / np.sqrt((a * a).sum() * (b * b).sum()))
+
+
+def _gt(root: Path, uid: str) -> dict:
+    p = root / "gt" / f"{uid}.h5"
+    if not p.is_file():
+        raise DataError(p, "no ground truth: not a synthetic dataset written by motionkit synth")
+    with h5py.File(p) as f:
+        g = {
+            "names": json.loads(f.attrs["camera_names"]),
+            "preset": str(f.attrs.get("preset", "clean")),
+            "landmarks": f["wearer/coco17_world"][()],
+            "joints": f["wearer/joints_smplx"][()],
+            "obs_kind": f["wearer/obs_kind"][()] if "wearer/obs_kind" in f else None,
+            "true_T": f["cameras/T_world_cam"][()] if "cameras" in f else None,
+            "true_params": f["cameras/params"][()] if "cameras" in f else None,
+            "person_id": f["detections/person_id"][()],
+        }
+    return g
+
+
+def take_difficulty(root: str | Path, take_uid: str, fits: str | Path | None = None) -> dict:
+    """Difficulty figures of one synthetic take (see the module docstring); with ``fits``, also the
+    PA-MPJPE of raw triangulation and of the fit against the true landmarks at the fit grid (mm)."""
+    root = Path(root)
+    take = EgoExoDataset(root).take(take_uid)
+    gt = _gt(root, take_uid)
+    rig = take.rig  # the dataset's calibration
+    vids = [gt["names"].index(n) for n in rig.names]
+    lm = gt["landmarks"]  # (F, 17, 3)
+    proj = calib_proj = rig.project(lm)  # (F, V, 17, 2) through the calibration
+    obs = read_observations(root / "observations" / f"{take_uid}.h5")
+    wearer = gt["person_id"] == 0
+    kp = np.full(proj.shape, np.nan)
+    cam_of = {obs.camera_names.index(n): v for v, n in enumerate(rig.names) if n in obs.camera_names}
+    rows = np.flatnonzero(wearer & np.isin(obs.camera, list(cam_of)))
+    v_idx = np.array([cam_of[c] for c in obs.camera[rows]], dtype=int)
+    kp[obs.frame_index[rows], v_idx] = obs.keypoints[rows]
+    source = "wearer detections"
+    res = None
+    if fits is not None and result_path(fits, take_uid).is_file():
+        res = read_result(result_path(fits, take_uid))
+        fi = res["association/frame_index"]
+        kp = np.where((res["association/det_index"] >= 0)[..., None, None], res["association/keypoints"], np.nan)
+        proj, source = proj[fi], "selected keypoints (fit grid)"
+    err = kp - proj
+    dist = np.linalg.norm(err, axis=-1)
+    have = np.isfinite(dist)
+    out = {
+        "take_uid": take_uid,
+        "preset": gt["preset"],
+        "keypoints_scored": source,
+        "median_2d_error_px": float(np.nanmedian(dist)) if have.any() else None,
+        # of the errors that are not gross (swaps and outliers are scored below)
+        "lag1_autocorrelation": lag1_autocorrelation(np.where(dist[..., None] <= FAR_PX, err, np.nan)),
+        "share_over_50px": float((dist[have] > FAR_PX).mean()) if have.any() else None,
+    }
+    kind = gt["obs_kind"]
+    if kind is not None:
+        k = kind[:, vids]
+        seen = k != OBS_MISSED
+        out["swap_rate"] = float((k == OBS_SWAPPED)[seen].mean())
+        out["outlier_rate"] = float((k == OBS_OUTLIER)[seen].mean())
+        out["miss_rate"] = float((k == OBS_MISSED).mean())
+    off = np.linalg.norm(lm - gt["joints"][:, SMPLX_TO_COCO17.clip(max=54)], axis=-1)
+    out["landmark_offset_hips_m"] = float(np.median(off[:, HIP_COCO]))
+    out["landmark_offset_shoulders_m"] = float(np.median(off[:, SHOULDER_COCO]))
+    if gt["true_T"] is not None:
+        true = CameraRig([Camera(n, c.width, c.height, gt["true_params"][v], gt["true_T"][v])
+                          for n, c, v in zip(rig.names, rig, vids, strict=True)])  # fmt: skip
+        out["calibration_reprojection_px"] = float(np.nanmedian(np.linalg.norm(true.project(lm) - calib_proj, axis=-1)))
+    if res is not None:
+        frames = res["grid/frame_index"]
+        truth = lm[frames]
+        tri = res["triangulation/points"]
+        fit = res["joints/coco17"] if "joints/coco17" in res.arrays else None
+        out["triangulation_pa_mpjpe_mm"] = float(np.nanmean(pa_mpjpe(tri, truth)))
+        if fit is not None:
+            out["fit_pa_mpjpe_mm"] = float(np.nanmean(pa_mpjpe(fit, truth)))
+    return out
+
+
+def dataset_difficulty(root: str | Path, fits: str | Path | None = None) -> dict:
+    """``take_difficulty`` of every take and their medians."""
+    ds = EgoExoDataset(root)
+    takes = [take_difficulty(root, t.take_uid, fits) for t in ds.takes()]
+    keys = [k for k, v in takes[0].items() if isinstance(v, float)] if takes else []
+    summary = {k: float(np.nanmedian([t[k] for t in takes if t.get(k) is not None])) for k in keys}
+    return {"root": str(root), "takes": takes, "median": summary}
+
+
+def format_difficulty(rep: dict) -> str:
+    """A plain-text table of ``dataset_difficulty``."""
+    rows = [("take", "preset", *rep["median"].keys())]
+    for t in rep["takes"]:
+        rows.append((t["take_uid"][:8], t["preset"], *(_fmt(t.get(k)) for k in rep["median"])))
+    rows.append(("median", "", *(_fmt(v) for v in rep["median"].values())))
+    return "\n".join("  ".join(str(c) for c in r) for r in rows)
+
+
+def _fmt(x) -> str:
+    return "n/a" if x is None or not np.isfinite(x) else f"{x:.3g}"

@@ -1,0 +1,58 @@
+"""The stage runner: --until, reuse of earlier stages, what invalidates reuse, failures recorded."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+import motionkit.pipeline.runner as runner
+from motionkit.common.errors import DataError
+from motionkit.data.egoexo4d import EgoExoDataset
+from motionkit.data.store import read_result
+from motionkit.pipeline import STAGES, PipelineConfig, is_complete, run_fit
+
+FAST = PipelineConfig(fit_iters=(5, 10, 5))
+
+
+@pytest.fixture(scope="module")
+def take_uid(synth_root):
+    return EgoExoDataset(synth_root).takes()[0].take_uid
+
+
+def test_until_then_resume_reuses_earlier_stages(synth_root, take_uid, tmp_path):
+    first = run_fit(synth_root, take_uid, tmp_path, FAST, until="associate", progress=False, plot=False)
+    assert first.result.stages == ["load", "anchor", "detect", "keypoints", "associate"]
+    assert not is_complete(tmp_path, take_uid, FAST)
+    second = run_fit(synth_root, take_uid, tmp_path, FAST, progress=False, plot=False)
+    assert second.reused == ["load", "anchor", "detect", "keypoints", "associate"]
+    assert second.result.stages == list(STAGES)
+    assert is_complete(tmp_path, take_uid, FAST)
+    stored = read_result(second.path)
+    assert stored.fps == FAST.fps and stored.stages == list(STAGES)
+
+
+def test_other_config_or_version_is_not_reused(synth_root, take_uid, tmp_path, monkeypatch):
+    run_fit(synth_root, take_uid, tmp_path, FAST, until="anchor", progress=False, plot=False)
+    other = run_fit(synth_root, take_uid, tmp_path, PipelineConfig(fit_iters=(5, 10, 6)), until="anchor",
+                    progress=False, plot=False)  # fmt: skip
+    assert other.reused == []
+    monkeypatch.setattr(runner, "__version__", "0.0.0-other")
+    assert runner.reusable_result(other.path, PipelineConfig(fit_iters=(5, 10, 6))) is None
+
+
+def test_failure_is_recorded_in_the_result_file(synth_root, take_uid, tmp_path):
+    root = tmp_path / "ds"
+    shutil.copytree(synth_root, root)
+    (root / "observations" / f"{take_uid}.h5").unlink()  # no detections, no videos
+    with pytest.raises(DataError, match="no detections"):
+        run_fit(root, take_uid, tmp_path / "out", FAST, progress=False, plot=False)
+    r = read_result(tmp_path / "out" / f"{take_uid}.h5")
+    assert r.attrs["status"] == "failed" and r.attrs["message"].startswith("stage detect:")
+    assert r.stages == ["load", "anchor"]
+
+
+def test_unknown_stage_is_refused_before_anything_is_written(synth_root, take_uid, tmp_path):
+    with pytest.raises(ValueError, match="unknown stage"):
+        run_fit(synth_root, take_uid, tmp_path, FAST, until="nonsense")
+    assert not list(tmp_path.iterdir())
