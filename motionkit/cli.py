@@ -113,7 +113,7 @@ def synth_report(root, fits, as_json) -> None:
     """The realised difficulty of a synthetic dataset: 2D error of the wearer's keypoints, its
     temporal correlation, swap/outlier/miss rates, landmark offsets, calibration error; with --fits,
     the accuracy of raw triangulation next to the fit's."""
-    from motionkit.synthetic.difficulty import dataset_difficulty, format_difficulty
+    from motionkit.eval.difficulty import dataset_difficulty, format_difficulty
 
     try:
         rep = dataset_difficulty(root, fits)

@@ -28,7 +28,9 @@ def synth_root(tmp_path_factory) -> Path:
     """Three short takes: take 0 has no extra camera, take 1 a quality-0 camera, take 2 a camera
     missing from gopro_calibs.csv; one portrait camera; NaN gaps in timesync.csv."""
     root = tmp_path_factory.mktemp("synth")
-    write_synthetic_dataset(root, SynthConfig(takes=3, seed=11, duration=6.0, vertical_camera=True, nan_timesync=True))
+    write_synthetic_dataset(
+        root, SynthConfig(takes=3, seed=11, duration=6.0, vertical_camera=True, nan_timesync=True, preset="clean")
+    )
     return root
 
 

@@ -131,7 +131,9 @@ def test_fewer_than_two_cameras_is_recorded(tmp_path):
     from motionkit.common.errors import DataError
     from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
-    write_synthetic_dataset(tmp_path / "ds", SynthConfig(takes=1, seed=3, duration=2.0, cameras=1, extra_camera="none"))
+    write_synthetic_dataset(
+        tmp_path / "ds", SynthConfig(takes=1, seed=3, duration=2.0, cameras=1, extra_camera="none", preset="clean")
+    )
     uid = EgoExoDataset(tmp_path / "ds").takes()[0].take_uid
     with pytest.raises(DataError, match="fewer than 2 usable cameras"):
         run_fit(tmp_path / "ds", uid, tmp_path / "out", progress=False)

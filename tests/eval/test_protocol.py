@@ -37,7 +37,8 @@ def offset_datasets(tmp_path_factory):
     offset[11:13] = [0.0, -0.04, 0.02]  # hips: 4 cm down, 2 cm forward in the pelvis frame
     offset[5:7] = [0.0, 0.03, 0.0]  # shoulders up
     offset[15:17] = [0.0, 0.0, 0.03]  # ankles forward in the knee frame
-    cfg = dict(takes=3, seed=21, duration=10.0, bystanders=0)
+    # clean preset: an exactly known offset on exact joint centres is what this test recovers
+    cfg = dict(takes=3, seed=21, duration=10.0, bystanders=0, preset="clean")
     write_synthetic_dataset(base / "shifted", SynthConfig(**cfg, annotation_offset=offset.tolist()))
     write_synthetic_dataset(base / "plain", SynthConfig(**cfg))
     fits = base / "fits"

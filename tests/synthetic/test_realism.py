@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from motionkit.data.egoexo4d import EgoExoDataset
-from motionkit.synthetic.difficulty import take_difficulty
+from motionkit.eval.difficulty import take_difficulty
 from motionkit.synthetic.scene import OBS_CLEAN, OBS_MISSED, OBS_SWAPPED
 from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 

@@ -14,7 +14,7 @@ def _gt(root, uid):
 
 
 def test_deterministic_per_seed(tmp_path):
-    cfg = SynthConfig(takes=1, seed=3, duration=2.0)
+    cfg = SynthConfig(takes=1, seed=3, duration=2.0, preset="clean")
     a = write_synthetic_dataset(tmp_path / "a", cfg)
     b = write_synthetic_dataset(tmp_path / "b", cfg)
     assert a == b
@@ -24,15 +24,15 @@ def test_deterministic_per_seed(tmp_path):
     np.testing.assert_array_equal(oa.keypoints, ob.keypoints)
     with _gt(tmp_path / "a", a[0]) as fa, _gt(tmp_path / "b", a[0]) as fb:
         np.testing.assert_array_equal(fa["wearer/coco17_world"][()], fb["wearer/coco17_world"][()])
-    c = write_synthetic_dataset(tmp_path / "c", SynthConfig(takes=1, seed=4, duration=2.0))
+    c = write_synthetic_dataset(tmp_path / "c", SynthConfig(takes=1, seed=4, duration=2.0, preset="clean"))
     assert c != a
 
 
-def test_gt_parameters_reproduce_gt_joints(default_root):
-    ds = EgoExoDataset(default_root)
+def test_gt_parameters_reproduce_gt_joints(synth_root):
+    ds = EgoExoDataset(synth_root)
     uid = ds.takes()[0].take_uid
     bm = BodyModel(dtype=torch.float64)
-    with _gt(default_root, uid) as f:
+    with _gt(synth_root, uid) as f:
         s = f["wearer/smplx"]
         out = bm(
             torch.as_tensor(s["betas"][()]),
@@ -46,7 +46,7 @@ def test_gt_parameters_reproduce_gt_joints(default_root):
 def test_motion_is_varied_and_on_the_floor(tmp_path):
     import json
 
-    write_synthetic_dataset(tmp_path, SynthConfig(takes=2, seed=1, duration=30.0, bystanders=0))
+    write_synthetic_dataset(tmp_path, SynthConfig(takes=2, seed=1, duration=30.0, bystanders=0, preset="clean"))
     acts = set()
     for info in EgoExoDataset(tmp_path).takes():
         with _gt(tmp_path, info.take_uid) as f:
@@ -67,11 +67,11 @@ def test_motion_is_varied_and_on_the_floor(tmp_path):
     assert len(acts) >= 5, acts
 
 
-def test_simulated_detections_realistic(default_root):
-    ds = EgoExoDataset(default_root)
+def test_simulated_detections_realistic(synth_root):
+    ds = EgoExoDataset(synth_root)
     uid = ds.takes()[0].take_uid
-    obs = read_observations(default_root / "observations" / f"{uid}.h5")
-    with _gt(default_root, uid) as f:
+    obs = read_observations(synth_root / "observations" / f"{uid}.h5")
+    with _gt(synth_root, uid) as f:
         pid = f["detections/person_id"][()]
         vis = f["wearer/visible"][()]
         outl = f["detections/outlier"][()]
