@@ -100,9 +100,13 @@ def take_difficulty(root: str | Path, take_uid: str, fits: str | Path | None = N
         out["swap_rate"] = float((k == OBS_SWAPPED)[seen].mean())
         out["outlier_rate"] = float((k == OBS_OUTLIER)[seen].mean())
         out["miss_rate"] = float((k == OBS_MISSED).mean())
-    off = np.linalg.norm(lm - gt["joints"][:, SMPLX_TO_COCO17.clip(max=54)], axis=-1)
-    out["landmark_offset_hips_m"] = float(np.median(off[:, HIP_COCO]))
-    out["landmark_offset_shoulders_m"] = float(np.median(off[:, SHOULDER_COCO]))
+
+    def landmark_offset(coco: tuple[int, ...]) -> float:  # limb landmarks vs the subject's joint centres
+        idx = list(coco)
+        return float(np.median(np.linalg.norm(lm[:, idx] - gt["joints"][:, SMPLX_TO_COCO17[idx]], axis=-1)))
+
+    out["landmark_offset_hips_m"] = landmark_offset(HIP_COCO)
+    out["landmark_offset_shoulders_m"] = landmark_offset(SHOULDER_COCO)
     if gt["true_T"] is not None:
         true = CameraRig([Camera(n, c.width, c.height, gt["true_params"][v], gt["true_T"][v])
                           for n, c, v in zip(rig.names, rig, vids, strict=True)])  # fmt: skip

@@ -1,4 +1,4 @@
-"""eval.json, eval.md and the evaluation plots."""
+"""eval.json, eval.md and the evaluation plots (docs/eval.md)."""
 
 from __future__ import annotations
 

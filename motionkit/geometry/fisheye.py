@@ -242,27 +242,27 @@ def _project_kernel(pc, params, tmax, out):  # pragma: no cover - compiled
         out[i, 0], out[i, 1] = kb3_project_point_nb(pc[i, 0], pc[i, 1], pc[i, 2], eye, zero, params, tmax)
 
 
+def _run_one_camera(kernel, points: np.ndarray, params: np.ndarray, d_in: int, d_out: int, name: str) -> np.ndarray:
+    """Run a compiled per-point ``kernel(flat_in, params, theta_max, out)`` over ``points (..., d_in)``
+    of one camera ``params (8,)`` -> ``(..., d_out)``."""
+    params = np.ascontiguousarray(params, dtype=np.float64)
+    if params.shape != (8,):
+        raise ValueError(f"{name} takes one camera's params (8,); got {params.shape}")
+    flat = np.ascontiguousarray(np.asarray(points, dtype=np.float64).reshape(-1, d_in))
+    out = np.empty((flat.shape[0], d_out))
+    kernel(flat, params, float(theta_max_np(params)), out)
+    return out.reshape(*np.shape(points)[:-1], d_out)
+
+
 def kb3_project_numba(points_cam: np.ndarray, params: np.ndarray) -> np.ndarray:
     """Compiled parallel projection for one camera: ``points_cam (..., 3)``, ``params (8,)`` -> ``(..., 2)``
     raw pixels (NaN where invalid), as ``kb3_project_np``."""
-    params = np.ascontiguousarray(params, dtype=np.float64)
-    if params.shape != (8,):
-        raise ValueError(f"kb3_project_numba takes one camera's params (8,); got {params.shape}")
-    pc = np.ascontiguousarray(np.asarray(points_cam, dtype=np.float64).reshape(-1, 3))
-    out = np.empty((pc.shape[0], 2))
-    _project_kernel(pc, params, float(theta_max_np(params)), out)
-    return out.reshape(*np.shape(points_cam)[:-1], 2)
+    return _run_one_camera(_project_kernel, points_cam, params, 3, 2, "kb3_project_numba")
 
 
 def kb3_unproject_numba(pixels: np.ndarray, params: np.ndarray) -> np.ndarray:
     """Compiled parallel unprojection for one camera: ``pixels (..., 2)``, ``params (8,)`` -> ``(..., 3)``."""
-    params = np.ascontiguousarray(params, dtype=np.float64)
-    if params.shape != (8,):
-        raise ValueError(f"kb3_unproject_numba takes one camera's params (8,); got {params.shape}")
-    uv = np.ascontiguousarray(np.asarray(pixels, dtype=np.float64).reshape(-1, 2))
-    out = np.empty((uv.shape[0], 3))
-    _unproject_kernel(uv, params, float(theta_max_np(params)), out)
-    return out.reshape(*np.shape(pixels)[:-1], 3)
+    return _run_one_camera(_unproject_kernel, pixels, params, 2, 3, "kb3_unproject_numba")
 
 
 # ------------------------------------------------------------------------------------------------ dispatch

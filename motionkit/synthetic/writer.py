@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import h5py
@@ -117,18 +117,9 @@ class SynthConfig:
             raise ValueError("set kp_noise_px or kp_noise_frac")
 
     def detector_noise(self) -> DetectorNoise:
-        return DetectorNoise(
-            kp_noise_px=self.kp_noise_px,
-            kp_noise_frac=self.kp_noise_frac,
-            ar1=self.kp_noise_ar1,
-            outlier_rate=self.outlier_rate,
-            swap_rate=self.swap_rate,
-            limb_swap_rate=self.limb_swap_rate,
-            swap_mean_frames=self.swap_mean_frames,
-            miss_rate=self.miss_rate,
-            false_positive_rate=self.false_positive_rate,
-            conf_error_coupling=self.conf_error_coupling,
-        )
+        """The detector knobs of this config (same names, but ``kp_noise_ar1`` -> ``ar1``)."""
+        names = {f.name: f.name for f in fields(DetectorNoise)} | {"ar1": "kp_noise_ar1"}
+        return DetectorNoise(**{k: getattr(self, src) for k, src in names.items()})
 
 
 def perturb_calibration(rig: CameraRig, rng: np.random.Generator, cfg: SynthConfig) -> CameraRig:

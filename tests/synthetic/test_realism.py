@@ -10,7 +10,9 @@ import h5py
 import numpy as np
 import pytest
 
+from motionkit.conventions import COCO17_FLIP
 from motionkit.data.egoexo4d import EgoExoDataset
+from motionkit.data.observations import read_observations
 from motionkit.eval.difficulty import take_difficulty
 from motionkit.synthetic.scene import OBS_CLEAN, OBS_MISSED, OBS_SWAPPED
 from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
@@ -51,6 +53,25 @@ def test_ground_truth_datasets(realistic_root):
             subject["kind"] == "synthetic_subject" and subject["sha256"] != json.loads(f.attrs["body_model"])["sha256"]
         )
         assert (kind == OBS_MISSED).mean() < 0.6
+        landmarks = f["wearer/coco17_world"][()]
+        person = f["detections/person_id"][()]
+    # what obs_kind says is what was done: swapped keypoints sit on the mirrored landmark, clean ones on their own
+    take = EgoExoDataset(realistic_root).take(uid)
+    obs = read_observations(realistic_root / "observations" / f"{uid}.h5")
+    rows = np.flatnonzero((person == 0) & np.isin(obs.camera, [obs.camera_names.index(n) for n in take.rig.names]))
+    v = np.array([names.index(obs.camera_names[c]) for c in obs.camera[rows]])
+    rig_v = [take.rig.names.index(names[k]) for k in v]
+    proj = take.rig.project(landmarks)  # (F, V_rig, 17, 2) through the calibration
+    own = proj[obs.frame_index[rows], rig_v]
+    kp = obs.keypoints[rows]
+    k = kind[obs.frame_index[rows], v]
+    d_own = np.linalg.norm(kp - own, axis=-1)
+    d_mirror = np.linalg.norm(kp - own[:, COCO17_FLIP], axis=-1)
+    limbs = np.arange(17) >= 5  # left and right limb landmarks are far apart; face ones may not be
+    swapped, clean = (k == OBS_SWAPPED) & limbs, (k == OBS_CLEAN) & limbs
+    assert swapped.sum() > 20
+    assert np.nanmean(d_mirror[swapped] < d_own[swapped]) > 0.8
+    assert np.nanmedian(d_own[clean]) < 30.0 and np.nanmean(d_own[clean] < d_mirror[clean]) > 0.8
 
 
 def test_clean_preset_is_the_fitters_own_world(tmp_path):
