@@ -8,12 +8,14 @@ overlapping windows with the shape fitted first on a subsample and then frozen.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
 import roma
 import torch
+from scipy.ndimage import gaussian_filter1d
 
 from motionkit.body.model import BodyModel
 from motionkit.conventions import SMPLX_PARENTS, SMPLX_TO_COCO17, TAKE_FPS, TORSO_COCO17, TORSO_SMPLX
@@ -50,12 +52,13 @@ class BodyFitConfig:
     sigma_px: float = 100.0
     w_rep: float = 1.0
     w_3d: tuple[float, float] = (0.1, 0.01)  # stages A-B, C
-    w_smooth: float = 1e-5
+    w_smooth: float = 3e-5
     w_orient_smooth: float = 1.0
     w_pose: float = 1e-5
     w_limits: float = 1.0
     w_shape: float = 1e-5
     sigma_3d_m: float = 0.1
+    tri_smooth_s: float = 0.25  # Gaussian sigma (s) of the temporal smoothing of the triangulated joints
     window: int = 600
     overlap: int = 40
     max_gap_s: float = 0.5
@@ -166,6 +169,18 @@ def _fill_invalid(R: np.ndarray, t: np.ndarray, ok: np.ndarray) -> tuple[np.ndar
     return R_out, t_out
 
 
+def smooth_in_time(x: np.ndarray, sigma_frames: float, min_support: float = 0.3) -> np.ndarray:
+    """NaN-aware Gaussian smoothing of ``x (M, ...)`` along axis 0 (normalised convolution): missing
+    samples are filled where enough valid neighbours exist (``min_support`` of the kernel mass) and
+    stay NaN elsewhere. ``sigma_frames <= 0`` returns ``x``."""
+    if sigma_frames <= 0:
+        return x
+    ok = np.isfinite(x)
+    num = gaussian_filter1d(np.where(ok, x, 0.0), sigma_frames, axis=0, mode="nearest")
+    den = gaussian_filter1d(ok.astype(np.float64), sigma_frames, axis=0, mode="nearest")
+    return np.where(den >= min_support, num / np.maximum(den, 1e-12), np.nan)
+
+
 def init_shape(body: BodyModel, tri: np.ndarray, iters: int = 200) -> np.ndarray:
     """Betas whose limb lengths match the take's median triangulated limb lengths."""
     target, pairs = [], []
@@ -272,6 +287,9 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
     Ms = [len(x.keypoints) for x in inputs]
     M, V = max(Ms), max(x.keypoints.shape[1] for x in inputs)
     body = body.to(dev)
+    # triangulated joints are noisy frame by frame (errors of the 2D detector that persist over a few
+    # frames): smooth them in time before they initialise the pose and enter the 3D term
+    inputs = [dataclasses.replace(x, tri=smooth_in_time(x.tri, cfg.tri_smooth_s * x.fps)) for x in inputs]
     fixed_betas = betas is not None
     b0 = [init_shape(body, x.tri) for x in inputs] if betas is None else [np.asarray(b, np.float64) for b in betas]
     inits = [init_pose(body, b, x.tri) for b, x in zip(b0, inputs, strict=True)]

@@ -489,10 +489,18 @@ class PruneResult:
     median_distance_m: dict[str, float]
 
 
-def prune_far_cameras(rig: CameraRig, subject_points: np.ndarray, ratio: float = 3.0) -> PruneResult:
-    """Drop cameras whose median distance to the subject exceeds ``ratio`` x the closest camera's.
+PRUNE_NEVER_BELOW_M = 8.0
 
-    ``subject_points (T, 3)`` world metres (e.g. the Aria head anchor; NaN rows ignored).
+
+def prune_far_cameras(
+    rig: CameraRig, subject_points: np.ndarray, ratio: float = 3.0, never_below_m: float = PRUNE_NEVER_BELOW_M
+) -> PruneResult:
+    """Drop cameras whose median distance to the subject exceeds ``ratio`` x the closest camera's
+    (SOMA's rule) and ``never_below_m``.
+
+    The floor is motionkit's: without it, one camera standing close to the wearer (1.5 m) prunes
+    every camera beyond 4.5 m, although a person 8 m from a 4K GoPro is still ~370 px tall and well
+    detected. ``subject_points (T, 3)`` world metres (e.g. the Aria head anchor; NaN rows ignored).
     """
     if len(rig) == 0:
         raise ValueError("prune_far_cameras needs a non-empty rig")
@@ -506,8 +514,10 @@ def prune_far_cameras(rig: CameraRig, subject_points: np.ndarray, ratio: float =
     dmin = d.min()
     kept, dropped = [], {}
     for name, di in zip(rig.names, d, strict=True):
-        if di > ratio * dmin:
-            dropped[name] = f"CAMERA_PRUNED_FAR: median distance {di:.2f} m > {ratio:g} x {dmin:.2f} m"
+        if di > ratio * dmin and di > never_below_m:
+            dropped[name] = (
+                f"CAMERA_PRUNED_FAR: median distance {di:.2f} m > {ratio:g} x {dmin:.2f} m and > {never_below_m:g} m"
+            )
         else:
             kept.append(name)
     return PruneResult(kept, dropped, dict(zip(rig.names, d.tolist(), strict=True)))

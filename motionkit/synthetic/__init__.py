@@ -1,1 +1,1 @@
-"""Synthetic Ego-Exo4D takes with ground truth."""
+"""The synthetic world: Ego-Exo4D-layout takes with ground truth, at a chosen difficulty (docs/synthetic.md)."""

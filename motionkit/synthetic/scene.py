@@ -27,7 +27,7 @@ def make_gopro_rig(
     """Static GoPros on a ring of 2.5-5 m radius, 1-2 m above the floor, looking at the scene.
 
     ``vertical``: index of a camera mounted in portrait (2160 x 3840), or None; ``far``: index of a
-    camera placed 7-9 m away instead, or None.
+    camera placed 9-12 m away instead, or None.
     """
     cams = []
     phase = rng.uniform(0, 2 * np.pi)
@@ -35,7 +35,7 @@ def make_gopro_rig(
         ang = phase + 2 * np.pi * i / n_cameras + rng.uniform(-0.3, 0.3)
         r = rng.uniform(2.5, 5.0)
         if far == i:
-            r = rng.uniform(7.0, 9.0)
+            r = rng.uniform(9.0, 12.0)
         c = np.array([center[0] + r * np.cos(ang), center[1] + r * np.sin(ang), floor_z + rng.uniform(1.0, 2.0)])
         tgt = np.array([center[0], center[1], floor_z + 0.9]) + np.r_[rng.uniform(-0.4, 0.4, 2), 0.0]
         portrait = vertical == i

@@ -102,7 +102,7 @@ class SynthConfig:
     bystander_min_dist_m: float | None = None
     companion_near_m: float | None = None
     motions: str | None = None  # "basic" | "extended"
-    far_camera: bool | None = None  # one camera 7-9 m away
+    far_camera: bool | None = None  # one camera 9-12 m away
     body_model: str | None = None  # path of an SMPL-X file; default: the synthetic model
     take_name_prefix: str = "synth"
     split_pattern: tuple = field(default=("val", "train", "train"))

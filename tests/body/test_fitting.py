@@ -97,15 +97,16 @@ def test_fit_accuracy_coverage_and_smoothness(default_root, fitted):
         seen2 = vis[:, [names.index(c) for c in cams]].sum(1) >= 2
         pred = r["joints/coco17"]
         # realistic preset: the truth is the subject's surface landmarks, which the fitted joint centres
-        # cannot reach (hip landmarks sit ~6 cm from the joint); measured 27-31 mm PA-MPJPE
-        assert np.nanmean(pa_mpjpe(pred, gt)) <= 38.0
-        assert np.nanmean(mpjpe(pred, gt)) <= 50.0
+        # cannot reach (hip landmarks sit ~6 cm from the joint); measured 27.1 / 27.8 mm PA-MPJPE,
+        # 34.8 / 33.3 mm MPJPE
+        assert np.nanmean(pa_mpjpe(pred, gt)) <= 33.0
+        assert np.nanmean(mpjpe(pred, gt)) <= 42.0
         assert r["valid"][seen2].mean() >= 0.98
         tri = r["triangulation/points"]
         tri_ok = np.isfinite(tri).all((-1, -2))
         acc_fit = np.nanmean(accel_error(np.nan_to_num(pred), gt, 20.0, valid=r["valid"].astype(bool) & tri_ok))
         acc_tri = np.nanmean(accel_error(np.nan_to_num(tri), gt, 20.0, valid=tri_ok))
-        assert acc_fit <= 2 * acc_tri
+        assert acc_fit <= 0.3 * acc_tri  # measured 5.7 vs 33.3 and 4.6 vs 28.9 m/s^2
         # the result file carries what the issue asks for
         M = len(r["time_s"])
         assert r["smplx/global_orient"].shape == (M, 3) and r["smplx/body_pose"].shape == (M, 63)
@@ -113,7 +114,7 @@ def test_fit_accuracy_coverage_and_smoothness(default_root, fitted):
         np.testing.assert_allclose(np.diff(r["time_s"]), 0.05, atol=1e-9)
         assert set(r.group("flags")) == {"FEW_CAMS", "FAST_JOINT", "HIGH_ACCEL", "EYE_ARIA_FAR"}
         assert r["reprojection/per_view_px"].shape == (len(cams),)
-        assert r["eval/pa_mpjpe_mm"] <= 40.0  # uncorrected, against noisy annotation3D landmarks
+        assert r["eval/pa_mpjpe_mm"] <= 35.0  # uncorrected, against noisy annotation3D; measured 28.3 / 29.4
         assert r.body_model["synthetic"] is True
         for p in oc.plots:
             assert p.endswith(".png")
@@ -208,3 +209,21 @@ def test_batched_problems_stay_independent(fitted):
         assert got.joints.shape == alone.joints.shape
         np.testing.assert_allclose(got.joints, alone.joints, atol=2e-4)
         np.testing.assert_allclose(got.betas, alone.betas, atol=2e-3)
+
+
+def test_smooth_in_time_removes_noise_fills_short_gaps_and_keeps_long_ones():
+    from motionkit.body.fitting import smooth_in_time
+
+    rng = np.random.default_rng(0)
+    t = np.arange(200) / 20.0
+    truth = np.stack([np.sin(0.3 * t), np.cos(0.2 * t), 0.1 * t], 1)
+    noisy = truth + rng.normal(0, 0.03, truth.shape)
+    noisy[50] = np.nan  # a one-sample gap: filled
+    noisy[120:160] = np.nan  # a 2-s gap: stays a gap inside
+    sm = smooth_in_time(noisy, 5.0)
+    assert np.isfinite(sm[50]).all() and np.isnan(sm[135:145]).all()
+    ok = np.isfinite(noisy).all(1) & np.isfinite(sm).all(1)
+    err_raw = np.abs(noisy[ok] - truth[ok]).mean()
+    err_sm = np.abs(sm[ok] - truth[ok]).mean()
+    assert err_sm < 0.35 * err_raw  # theory for sigma 5 frames: 0.24x; measured 0.30x (gaps, ends)
+    np.testing.assert_array_equal(smooth_in_time(noisy, 0.0), noisy)
