@@ -59,6 +59,8 @@ class BodyFitConfig:
     w_shape: float = 1e-5
     sigma_3d_m: float = 0.1
     tri_smooth_s: float = 0.25  # Gaussian sigma (s) of the temporal smoothing of the triangulated joints
+    second_pass_px: float = 30.0  # after stage C, drop observations farther than this from the fitted body
+    second_pass_iters: int = 100  # ... and re-run stage C for this many iterations (0: no second pass)
     window: int = 600
     overlap: int = 40
     max_gap_s: float = 0.5
@@ -96,6 +98,8 @@ class FitOutput:
     transl: np.ndarray  # (M, 3)
     joints: np.ndarray  # (M, 55 + K, 3)
     reproj_px: np.ndarray  # (M, V) mean reprojection error of the used observations (NaN where none)
+    obs_weight: np.ndarray | None = None  # (M, V, 17) final weight of every observation (0: unused or dropped)
+    n_dropped: int = 0  # observations dropped by the second pass
     losses: dict = field(default_factory=dict)
 
 
@@ -365,10 +369,16 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
             out["shape"] = cfg.w_shape * (betas_t**2).sum(-1)
         return out  # every term is (P,)
 
-    history = {}
-    stages = ((0, [go, transl]), (1, [go, transl, pose]), (2, [go, transl, pose] + ([] if fixed_betas else [betas_t])))
-    for (stage, vars_), n_it in zip(stages, cfg.iters, strict=True):
+    def body_projection():  # (P, M, V, 17, 2) the current body's COCO joints in every view
+        J, Rg, Rp = forward()
+        Jc = J[..., coco, :]
+        Jo = (1 - wj) * Jc[pidx, m0] + wj * Jc[pidx, m1]
+        pc = torch.einsum("pvij,pmkj->pmvki", Tcw[..., :3, :3], Jo) + Tcw[:, None, :, None, :3, 3]
+        return kb3_project_torch(pc, params[:, None, :, None, :]), J, Rg, Rp
+
+    def run(stage: int, vars_: list, n_it: int) -> dict:
         opt = torch.optim.Adam(vars_, lr=cfg.lr)
+        terms = {}
         for _ in range(n_it):
             terms = losses(stage)
             loss = sum(t.sum() for t in terms.values())
@@ -377,27 +387,38 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
             opt.step()
             if progress is not None:
                 progress(1)
+        return {k: v.detach().cpu().numpy() for k, v in terms.items()}
+
+    history = {}
+    stages = ((0, [go, transl]), (1, [go, transl, pose]), (2, [go, transl, pose] + ([] if fixed_betas else [betas_t])))
+    for (stage, vars_), n_it in zip(stages, cfg.iters, strict=True):
         if n_it:
-            history[f"stage_{'ABC'[stage]}"] = {k: v.detach().cpu().numpy() for k, v in terms.items()}
+            history[f"stage_{'ABC'[stage]}"] = run(stage, vars_, n_it)
+    n_dropped = torch.zeros(P, dtype=torch.int64, device=dev)
+    if cfg.second_pass_px and cfg.second_pass_iters:  # drop what disagrees with the fitted body, re-run C
+        with torch.no_grad():
+            e = ((body_projection()[0] - kp) ** 2).sum(-1).sqrt()
+            drop = (wt > 0) & ~(e <= cfg.second_pass_px)
+            n_dropped = drop.sum((1, 2, 3))
+            wt = torch.where(drop, torch.zeros_like(wt), wt)
+        history["second_pass"] = run(2, stages[2][1], cfg.second_pass_iters)
 
     with torch.no_grad():
-        J, Rg, Rp = forward()
-        Jc = J[..., coco, :]
-        Jo = (1 - wj) * Jc[pidx, m0] + wj * Jc[pidx, m1]
-        pc = torch.einsum("pvij,pmkj->pmvki", Tcw[..., :3, :3], Jo) + Tcw[:, None, :, None, :3, 3]
-        uv = kb3_project_torch(pc, params[:, None, :, None, :])
+        uv, J, Rg, Rp = body_projection()
         e = ((uv - kp) ** 2).sum(-1).sqrt()
         used = wt > 0
         reproj = torch.where(used.any(-1), (torch.where(used, e, 0).sum(-1) / used.sum(-1).clamp_min(1)), float("nan"))
         go_rv = roma.rotmat_to_rotvec(Rg).cpu().double().numpy()
         bp_rv = roma.rotmat_to_rotvec(Rp).cpu().double().numpy()
+        wt_np = wt.cpu().double().numpy()
     outs = []
     for k, (x, m) in enumerate(zip(inputs, Ms, strict=True)):
         v = x.keypoints.shape[1]
         outs.append(FitOutput(
             betas=betas_t[k].detach().cpu().double().numpy(), global_orient=go_rv[k, :m], body_pose=bp_rv[k, :m],
             transl=transl[k, :m].detach().cpu().double().numpy(), joints=J[k, :m].cpu().double().numpy(),
-            reproj_px=reproj[k, :m, :v].cpu().double().numpy(),
+            reproj_px=reproj[k, :m, :v].cpu().double().numpy(), obs_weight=wt_np[k, :m, :v],
+            n_dropped=int(n_dropped[k]),
             losses={st: {n: float(val[k]) for n, val in terms.items()} for st, terms in history.items()},
         ))  # fmt: skip
     return outs
@@ -435,10 +456,11 @@ def fit_take(body: BodyModel, inp: FitInputs, cfg: BodyFitConfig | None = None, 
     go, bp, tr = (np.zeros((M, *x.shape[1:])) for x in (last.global_orient, last.body_pose, last.transl))
     J = np.zeros((M, *last.joints.shape[1:]))
     rep = np.full((M, inp.keypoints.shape[1]), np.nan)
+    obs_w = np.zeros(inp.weights.shape)
     for k, (s, e, out) in enumerate(parts):
         ov = min(cfg.overlap, e - s) if k > 0 else 0
         go[s + ov : e], bp[s + ov : e], tr[s + ov : e] = out.global_orient[ov:], out.body_pose[ov:], out.transl[ov:]
-        J[s + ov : e], rep[s + ov : e] = out.joints[ov:], out.reproj_px[ov:]
+        J[s + ov : e], rep[s + ov : e], obs_w[s:e] = out.joints[ov:], out.reproj_px[ov:], out.obs_weight
         if ov:  # cross-fade into the previous window: linear for positions, SLERP for rotations
             fade = blend_bracket(ov, (np.arange(ov) + 0.5) / ov)
             a = slice(s, s + ov)
@@ -447,4 +469,6 @@ def fit_take(body: BodyModel, inp: FitInputs, cfg: BodyFitConfig | None = None, 
             go[a] = slerp_rotvec(np.concatenate([go[a], out.global_orient[:ov]]), fade)
             bp[a] = slerp_rotvec(np.concatenate([bp[a], out.body_pose[:ov]]), fade)
             rep[a] = out.reproj_px[:ov]
-    return FitOutput(betas, go, bp, tr, J, rep, {"windows": len(parts), **parts[-1][2].losses})
+    n_dropped = sum(out.n_dropped for _, _, out in parts)  # overlaps counted in both windows
+    return FitOutput(betas, go, bp, tr, J, rep, obs_weight=obs_w, n_dropped=n_dropped,
+                     losses={"windows": len(parts), **parts[-1][2].losses})  # fmt: skip

@@ -15,7 +15,7 @@ import h5py
 import numpy as np
 
 from motionkit.common.errors import DataError
-from motionkit.conventions import SMPLX_TO_COCO17
+from motionkit.conventions import COCO17_LR_PAIRS, SMPLX_TO_COCO17
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.observations import read_observations
 from motionkit.data.store import read_result, result_path
@@ -26,6 +26,7 @@ from motionkit.synthetic.scene import OBS_MISSED, OBS_OUTLIER, OBS_SWAPPED
 HIP_COCO = (11, 12)
 SHOULDER_COCO = (5, 6)
 FAR_PX = 50.0
+NEAR_PX = 15.0
 
 
 def lag1_autocorrelation(err: np.ndarray) -> float:
@@ -107,6 +108,7 @@ def take_difficulty(root: str | Path, take_uid: str, fits: str | Path | None = N
 
     out["landmark_offset_hips_m"] = landmark_offset(HIP_COCO)
     out["landmark_offset_shoulders_m"] = landmark_offset(SHOULDER_COCO)
+    true = None
     if gt["true_T"] is not None:
         true = CameraRig([Camera(n, c.width, c.height, gt["true_params"][v], gt["true_T"][v])
                           for n, c, v in zip(rig.names, rig, vids, strict=True)])  # fmt: skip
@@ -119,7 +121,36 @@ def take_difficulty(root: str | Path, take_uid: str, fits: str | Path | None = N
         out["triangulation_pa_mpjpe_mm"] = float(np.nanmean(pa_mpjpe(tri, truth)))
         if fit is not None:
             out["fit_pa_mpjpe_mm"] = float(np.nanmean(pa_mpjpe(fit, truth)))
+        if "fit/obs_weight" in res.arrays and true is not None and kind is not None:
+            out.update(_weight_checks(res, true.project(truth), kind[frames][:, vids], gt["person_id"]))
     return out
+
+
+def _weight_checks(res, true_px: np.ndarray, kind: np.ndarray, person_id: np.ndarray) -> dict:
+    """How the fit weighted the selected observations, against their truth: the share that keeps a
+    weight among those more than 50 px from the true projection (should be small) and within 15 px
+    (should be large), and the share of camera-frames with left/right-swapped wearer keypoints whose
+    swapped pairs were undone (``association/swap``) or carry no weight."""
+    det = res["association/det_index"]
+    sel = det >= 0
+    dist = np.linalg.norm(res["association/keypoints"] - true_px, axis=-1)
+    kept = res["fit/obs_weight"] > 0
+    scored = sel[..., None] & np.isfinite(dist)
+    far, near = scored & (dist > FAR_PX), scored & (dist < NEAR_PX)
+    pair_of = np.full(17, -1)
+    for p, (a, b) in enumerate(COCO17_LR_PAIRS):
+        pair_of[a] = pair_of[b] = p
+    bits = res["association/swap"][..., None] if "association/swap" in res.arrays else np.zeros((*sel.shape, 1), int)
+    undone = (pair_of >= 0) & ((bits >> np.maximum(pair_of, 0)) & 1).astype(bool)
+    wearer = sel & (person_id[np.maximum(det, 0)] == 0)
+    swapped = wearer[..., None] & (kind == OBS_SWAPPED) & np.isfinite(dist)
+    bad = swapped & ~undone & kept
+    n_swapped = swapped.any(-1).sum()
+    return {
+        "far_obs_keeping_weight": float((kept & far).sum() / max(far.sum(), 1)),
+        "near_obs_keeping_weight": float((kept & near).sum() / max(near.sum(), 1)),
+        "swapped_camera_frames_handled": float((swapped.any(-1) & ~bad.any(-1)).sum() / max(n_swapped, 1)),
+    }
 
 
 def dataset_difficulty(root: str | Path, fits: str | Path | None = None) -> dict:

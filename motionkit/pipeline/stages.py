@@ -17,7 +17,7 @@ from motionkit.body.fitting import FACE_KEYPOINTS, BodyFitConfig, FitInputs, fit
 from motionkit.body.model import BodyModel
 from motionkit.body.quality import quality_flags, valid_frames
 from motionkit.common.errors import DataError
-from motionkit.conventions import SMPLX_TO_COCO17, TAKE_FPS, fit_grid_frames, nearest_take_frames
+from motionkit.conventions import COCO17_LR_PAIRS, SMPLX_TO_COCO17, TAKE_FPS, fit_grid_frames, nearest_take_frames
 from motionkit.data.aria import DEFAULT_CPF_SOURCE
 from motionkit.data.egoexo4d import Take
 from motionkit.data.observations import write_observations
@@ -28,6 +28,7 @@ from motionkit.detect.sources import annotation_observations, dataset_observatio
 from motionkit.detect.video import detect_videos
 from motionkit.eval.protocol import EvalConfig, match_to_annotation, score_take, video_time_coverage
 from motionkit.eval.run import fit_samples
+from motionkit.geometry.swaps import apply_lr_swaps, detect_lr_swaps, swap_bits
 from motionkit.geometry.triangulation import prune_far_cameras, triangulate
 from motionkit.motion.derive import derive_motion
 from motionkit.pipeline.config import PipelineConfig
@@ -165,9 +166,26 @@ def stage_associate(ctx: StageContext) -> None:
     a = select_wearer(
         obs, ctx.take.rig, r["grid/frame_index"], r["aria/position"], r["aria/valid"].astype(bool), reason
     )
-    r.put("association", a.to_arrays(), camera_names=json.dumps(a.camera_names), floor_z=a.floor_z)
+    # left/right swaps of the wearer's labels, by leave-one-out triangulation over the other views
+    conf = np.where(a.selected[..., None], a.confidence, 0.0)
+    swap = detect_lr_swaps(a.keypoints, conf, ctx.take.rig)
+    arrays = a.to_arrays()
+    arrays["keypoints"] = apply_lr_swaps(a.keypoints, swap)
+    arrays["confidence"] = apply_lr_swaps(a.confidence, swap)
+    arrays["swap"] = swap_bits(swap)
+    r.put(
+        "association",
+        arrays,
+        camera_names=json.dumps(a.camera_names),
+        floor_z=a.floor_z,
+        swap_pairs=json.dumps([list(p) for p in COCO17_LR_PAIRS]),
+    )
     taus = ", ".join(f"{n} {t:.0f}px" for n, t in zip(a.camera_names, a.tau_px, strict=True))
-    ctx.info["associate"] = f"wearer selected in {a.selected.mean():.1%} of camera-frames; tau {taus}"
+    n_swapped = int(swap.any(-1).sum())
+    ctx.info["associate"] = (
+        f"wearer selected in {a.selected.mean():.1%} of camera-frames; tau {taus}; "
+        f"left/right labels corrected in {n_swapped} camera-frames"
+    )
 
 
 def stage_triangulate(ctx: StageContext) -> None:
@@ -204,14 +222,21 @@ def selected_views(r: TakeResult) -> np.ndarray:
     return (r["association/det_index"] >= 0) & kept[None]
 
 
+MAX_VIEW_RESIDUAL_PX = 60.0
+
+
 def build_fit_inputs(r: TakeResult, rig, fps: float):
     """``FitInputs`` from a result holding the association and triangulation stages: selected keypoints
-    weighted by confidence x association confidence; pruned cameras, and the views that triangulation
-    rejected at joints it triangulated, get no weight."""
+    weighted by confidence x association confidence. No weight for pruned cameras, for the views that
+    triangulation rejected at joints it triangulated, and, at joints it could not triangulate, for
+    the views more than ``MAX_VIEW_RESIDUAL_PX`` from the best point of the others."""
     sel = selected_views(r)
     w = r["association/confidence"] * r["association/assoc_conf"][..., None] * sel[..., None]
-    tri_ok = r["triangulation/status"] == 0
-    w = np.where(tri_ok[:, None, :] & ~r["triangulation/inlier"].astype(bool), 0.0, w)
+    tri_ok = (r["triangulation/status"] == 0)[:, None, :]
+    rejected = tri_ok & ~r["triangulation/inlier"].astype(bool)
+    with np.errstate(invalid="ignore"):
+        disagrees = ~tri_ok & (r["triangulation/residual_px"] > MAX_VIEW_RESIDUAL_PX)
+    w = np.where(rejected | disagrees, 0.0, w)
     return FitInputs(fps, r["association/keypoints"], w, r["grid/frame_index"], r["triangulation/points"], rig.params,
                      rig.T_cam_world)  # fmt: skip
 
@@ -229,7 +254,9 @@ def stage_fit(ctx: StageContext) -> None:
     fps = ctx.config.fps
     bcfg = BodyFitConfig(device=ctx.config.device, iters=tuple(ctx.config.fit_iters))
     body = BodyModel.load(ctx.config.body_model, vertex_keypoints=FACE_KEYPOINTS)
-    total = sum(bcfg.iters) * max(1, int(np.ceil(len(inp.keypoints) / (bcfg.window - bcfg.overlap))))
+    total = (sum(bcfg.iters) + bcfg.second_pass_iters) * max(
+        1, int(np.ceil(len(inp.keypoints) / (bcfg.window - bcfg.overlap)))
+    )
     bar = None
     if ctx.info.get("progress"):
         bar = tqdm(total=total, desc="fit", unit="it", leave=False, mininterval=1.0)
@@ -257,9 +284,17 @@ def stage_fit(ctx: StageContext) -> None:
     r.put("flags", quality_flags(out.joints, valid, n_views, fps, r["aria/position"], FACE_KEYPOINTS))
     per_view = np.nanmean(np.where(valid[:, None], out.reproj_px, np.nan), axis=0)
     r.put("reprojection", {"px": out.reproj_px, "per_view_px": per_view}, losses=json.dumps(out.losses))
+    r.put(
+        "fit",
+        {"obs_weight": out.obs_weight.astype(np.float32)},
+        second_pass_px=bcfg.second_pass_px,
+        second_pass_dropped=int(out.n_dropped),
+    )
+    used = int((inp.weights > 0).sum())
     ctx.info["fit"] = (
         f"{valid.mean():.1%} of frames valid; reprojection {np.nanmedian(out.reproj_px):.1f} px "
-        f"(median); betas {np.round(out.betas[:3], 2).tolist()}..."
+        f"(median); second pass dropped {out.n_dropped} of {used} observations; "
+        f"betas {np.round(out.betas[:3], 2).tolist()}..."
     )
 
 
@@ -317,7 +352,7 @@ STAGES: dict[str, tuple[Callable[[StageContext], None], tuple[str, ...]]] = {
     "keypoints": (stage_keypoints, ("keypoints",)),
     "associate": (stage_associate, ("association",)),
     "triangulate": (stage_triangulate, ("triangulation",)),
-    "fit": (stage_fit, ("smplx", "joints", "flags", "reprojection", "time_s", "valid")),
+    "fit": (stage_fit, ("smplx", "joints", "flags", "reprojection", "fit", "time_s", "valid")),
     "motion": (stage_motion, ("trajectory", "codes", "features")),
     "evaluate": (stage_evaluate, ("eval",)),
 }

@@ -58,7 +58,7 @@ _REALISTIC = {
     "subject_model": True,
     "landmarks": True,
     "annotation_noise_m": 0.008,  # per axis: ~1.3 cm per joint, as triangulated manual annotations
-    "calib_rot_deg": 0.25,
+    "calib_rot_deg": 0.05,  # besides the turn that keeps the scene in view after the ~2 cm move
     "calib_trans_m": 0.02,
     "calib_focal_frac": 0.003,
     "aria_jitter_m": 0.002,
@@ -82,7 +82,7 @@ _HARD = {
     "miss_rate": 0.03,
     "false_positive_rate": 0.1,
     "annotation_noise_m": 0.012,
-    "calib_rot_deg": 0.4,
+    "calib_rot_deg": 0.1,
     "calib_trans_m": 0.035,
     "calib_focal_frac": 0.005,
     "aria_jitter_m": 0.003,

@@ -122,18 +122,27 @@ class SynthConfig:
         return DetectorNoise(**{k: getattr(self, src) for k, src in names.items()})
 
 
-def perturb_calibration(rig: CameraRig, rng: np.random.Generator, cfg: SynthConfig) -> CameraRig:
-    """The rig as a calibration would report it: each camera rotated by ~``calib_rot_deg`` about a
-    random axis, moved by ~``calib_trans_m``, focal lengths off by ~``calib_focal_frac``, principal
-    point off by ~1 px per 0.1 % of focal error."""
+def perturb_calibration(
+    rig: CameraRig, rng: np.random.Generator, cfg: SynthConfig, scene_point: np.ndarray
+) -> CameraRig:
+    """The rig as a calibration would report it. Like the errors of a structure-from-motion
+    calibration, position and orientation errors are correlated: each camera is moved by
+    ~``calib_trans_m`` and turned so that ``scene_point (3,)`` (the middle of the scene) stays on the
+    same pixel, then rotated by ~``calib_rot_deg`` about a random axis; its focal lengths are off by
+    ~``calib_focal_frac`` and its principal point by ~1 px per 0.1 % of focal error."""
     cams = []
     for c in rig:
+        T = c.T_world_cam.copy()
+        moved = T[:3, 3] + rng.normal(0, cfg.calib_trans_m / np.sqrt(3), 3)
+        before, after = scene_point - T[:3, 3], scene_point - moved
+        keep_view, _ = Rotation.align_vectors(
+            after[None] / np.linalg.norm(after), before[None] / np.linalg.norm(before)
+        )
         axis = rng.normal(size=3)
         axis /= np.linalg.norm(axis)
-        dR = Rotation.from_rotvec(axis * np.deg2rad(cfg.calib_rot_deg) * rng.normal(1.0, 0.3)).as_matrix()
-        T = c.T_world_cam.copy()
-        T[:3, :3] = T[:3, :3] @ dR
-        T[:3, 3] += rng.normal(0, cfg.calib_trans_m / np.sqrt(3), 3)
+        turn = Rotation.from_rotvec(axis * np.deg2rad(cfg.calib_rot_deg) * rng.normal(1.0, 0.3))
+        T[:3, :3] = (turn * keep_view).as_matrix() @ T[:3, :3]
+        T[:3, 3] = moved
         params = c.params.copy()
         params[:2] *= 1 + rng.normal(0, cfg.calib_focal_frac)
         params[2:4] += rng.normal(0, cfg.calib_focal_frac * 1000, 2)
@@ -296,7 +305,8 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile
     views = person_views(rig, joints_people, coco_people, self_occlusion=cfg.self_occlusion)
     det = simulate_detections(rng, rig, views, cfg.detector_noise())
     wv = views[0]
-    calib_rig = perturb_calibration(rig, np.random.default_rng([cfg.seed, index, 3]), cfg)
+    scene_point = np.array([center[0], center[1], floor_z + 1.0])
+    calib_rig = perturb_calibration(rig, np.random.default_rng([cfg.seed, index, 3]), cfg, scene_point)
     calib_of = {c.name: c for c in calib_rig}
 
     # --- Aria: CPF rigid on the head, device = left SLAM camera at the CAD offset ------------------

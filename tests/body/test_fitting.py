@@ -11,6 +11,7 @@ from motionkit.body.model import BodyModel
 from motionkit.conventions import SMPLX_JOINT_NAMES
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.store import read_result
+from motionkit.eval.difficulty import take_difficulty
 from motionkit.eval.metrics import accel_error, mpjpe, pa_mpjpe
 from motionkit.geometry.fisheye import kb3_project_np
 from motionkit.pipeline import PipelineConfig, run_fit
@@ -118,6 +119,20 @@ def test_fit_accuracy_coverage_and_smoothness(default_root, fitted):
         assert r.body_model["synthetic"] is True
         for p in oc.plots:
             assert p.endswith(".png")
+
+
+def test_observation_weights_follow_the_truth(default_root, fitted):
+    """Realistic takes: what is far from the true projection loses its weight, what is near keeps it."""
+    out, outcomes = fitted
+    for oc in outcomes:
+        r = read_result(oc.path)
+        w = r["fit/obs_weight"]
+        assert w.shape == r["association/keypoints"].shape[:-1]
+        assert (w[r["association/det_index"] < 0] == 0).all()
+        assert r.group_attrs["fit"]["second_pass_dropped"] > 0
+        d = take_difficulty(default_root, r.attrs["take_uid"], out)
+        assert d["far_obs_keeping_weight"] <= 0.05
+        assert d["near_obs_keeping_weight"] >= 0.95
 
 
 def test_rerun_reuses_every_stage(default_root, fitted):
