@@ -375,14 +375,17 @@ def features(path, out_path, variant) -> None:
         with atomic_path(target, suffix=".npy") as tmp, open(tmp, "wb") as fh:
             np.save(fh, feats)
         rows, r0 = [], 0
-        for (s, e), x in zip(d.runs, d.features, strict=True):
-            rows.append({"frames": [s, e], "rows": [r0, r0 + len(x)]})
+        for (s, e), x, t in zip(d.runs, d.features, d.feature_time_s, strict=True):
+            rows.append(
+                {"frames": [s, e], "rows": [r0, r0 + len(x)], "time_s": [float(t[0]), float(t[-1])] if len(t) else []}
+            )
             r0 += len(x)
         write_json_atomic(
             target.with_suffix(".runs.json"),
             {
                 "take_uid": a["take_uid"],
-                "fps": a["fps"],
+                "fps": 20.0,
+                "fit_fps": a["fps"],
                 "variant": variant,
                 "body_model": a["body_model"],
                 "runs": rows,
@@ -445,7 +448,11 @@ def batch(root, out_dir, takes_file, split, all_takes, executor, workers, cpus_p
             ids = [ln.strip() for ln in takes_file.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
             uids = [ds.take(i).uid for i in ids]
         else:
-            uids = [t.take_uid for t in ds.takes(split)]
+            infos = ds.takes(split)
+            excluded = [t.take_name for t in infos if t.excluded_scenario]
+            if excluded:  # the same rule as eval: the benchmark leaves these scenarios out
+                click.echo(f"skipping {len(excluded)} take(s) of excluded scenarios: {', '.join(excluded)}", err=True)
+            uids = [t.take_uid for t in infos if not t.excluded_scenario]
     except DataError as exc:
         _fail(exc)
     if not uids:
@@ -553,8 +560,16 @@ def plot_association_cmd(result_file, m, out_path) -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Where eval.json, eval.md and the plots go (default: the fits folder).",
 )
+@click.option(
+    "--allow-circular",
+    is_flag=True,
+    help="Also score takes fitted to annotation2D (their figures then measure agreement with the "
+    "annotations the fit was made from, not accuracy).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print eval.json to stdout.")
-def eval_cmd(root, fits_dir, split, offsets_from, offsets_file, min_views_gt, offset_frame, out_dir, as_json) -> None:
+def eval_cmd(
+    root, fits_dir, split, offsets_from, offsets_file, min_views_gt, offset_frame, out_dir, allow_circular, as_json
+) -> None:
     """Score fits against the manual 3D body annotations (PA-MPJPE, take-averaged, uncorrected and with
     the per-joint convention offsets fitted on another split) and report coverage."""
     from motionkit.eval.protocol import EvalConfig, load_offsets, save_offsets
@@ -574,12 +589,26 @@ def eval_cmd(root, fits_dir, split, offsets_from, offsets_file, min_views_gt, of
             offsets_from=None if offsets_from == "none" else offsets_from,
             offsets=offsets,
             cfg=cfg,
+            allow_circular=allow_circular,
         )
     except (DataError, ValueError) as exc:
         _fail(exc)
     out_dir = out_dir or fits_dir
     if report["n_takes"] == 0:
+        circ = report["circular_takes"]
+        if circ:
+            raise click.ClickException(
+                f"the {len(circ)} fitted {split} take(s) in {fits_dir} were fitted to annotation2D: scoring them "
+                "against the same annotations is circular. Fit from an observation cache or the videos "
+                "(RF-DETR), or pass --allow-circular to score them anyway."
+            )
         raise click.ClickException(f"no fitted {split} takes with manual annotations in {fits_dir}")
+    if report["circular_takes"] and not allow_circular:
+        click.echo(
+            f"left out {len(report['circular_takes'])} take(s) fitted to annotation2D (circular); "
+            "--allow-circular includes them",
+            err=True,
+        )
     paths = write_report(report, out_dir)
     if offsets is not None and offsets_file is None:
         save_offsets(

@@ -362,6 +362,9 @@ def read_camera_pose(path: str | os.PathLike) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------ dataset
+EXCLUDED_SCENARIOS = ("rock climbing",)
+
+
 @dataclass(frozen=True)
 class TakeInfo:
     """One ``takes.json`` entry (the fields motionkit uses; ``raw`` keeps everything)."""
@@ -386,6 +389,12 @@ class TakeInfo:
     def duration_s(self) -> float:
         return self.n_frames / TAKE_FPS
 
+    @property
+    def excluded_scenario(self) -> bool:
+        """A scenario that the benchmark protocol leaves out (rock climbing): ``batch`` skips it and
+        ``eval`` does not score it."""
+        return any(x in self.task_name.lower() for x in EXCLUDED_SCENARIOS)
+
 
 class EgoExoDataset:
     """An Ego-Exo4D release (or a synthetic one in the same layout) rooted at ``root``."""
@@ -394,6 +403,7 @@ class EgoExoDataset:
         self.root = Path(root).expanduser()
         if not self.root.is_dir():
             raise DataError(self.root, "dataset root not found")
+        self.skipped_entries: list[str] = []  # malformed takes.json entries (warned about, then skipped)
 
     @functools.cached_property
     def splits(self) -> dict[str, str]:
@@ -431,8 +441,13 @@ class EgoExoDataset:
                         raw=t,
                     )
                 )
-            except (KeyError, TypeError, ValueError) as exc:
-                raise DataError(p, f"take entry {i}: missing or bad field {exc}") from exc
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                name = t.get("take_name", t.get("take_uid", "?")) if isinstance(t, dict) else "?"
+                msg = f"take entry {i} ({name}): missing or bad field {exc}; skipped"
+                warnings.warn(str(DataError(p, msg)), stacklevel=2)
+                self.skipped_entries.append(msg)
+        if data and not out:
+            raise DataError(p, f"no usable take entry: {self.skipped_entries[0]}")
         splits = self.splits
         return [TakeInfo(**{**t.__dict__, "split": splits.get(t.take_uid)}) for t in out]
 

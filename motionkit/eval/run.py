@@ -27,7 +27,6 @@ from motionkit.eval.protocol import (
     video_time_coverage,
 )
 
-EXCLUDED_TASKS = ("rock climbing",)
 SEGMENT_S = 3.2  # 64 frames at 20 fps, the SOMA windows
 
 
@@ -52,6 +51,11 @@ class TakeInput:
     match: MatchedFrames
     joints_smplx: np.ndarray | None
     body_model: dict
+    detections_source: str  # "observations", "rfdetr", "annotation" (circular: fitted to the annotations)
+
+
+def _circular(t: TakeInput) -> bool:
+    return t.detections_source == "annotation"
 
 
 def _load_take(ds: EgoExoDataset, info, fits_dir: Path, cfg: EvalConfig) -> TakeInput | None:
@@ -70,7 +74,8 @@ def _load_take(ds: EgoExoDataset, info, fits_dir: Path, cfg: EvalConfig) -> Take
         fit.parent_rot = np.repeat(fit.root_rot[:, None], 17, axis=1)
     m = match_to_annotation(fit, ann.frames, ann.joints3d, ann.num_views, cfg, fps)
     js = res["joints/smplx"] if "joints/smplx" in res.arrays else None
-    return TakeInput(info.take_uid, info.split, fit, fps, info.n_frames, m, js, res.body_model)
+    source = str(res.group_attrs.get("detections", {}).get("source", "unknown"))
+    return TakeInput(info.take_uid, info.split, fit, fps, info.n_frames, m, js, res.body_model, source)
 
 
 def evaluate(
@@ -82,19 +87,26 @@ def evaluate(
     offsets: np.ndarray | None = None,
     cfg: EvalConfig | None = None,
     method: str = "motionkit",
+    allow_circular: bool = False,
 ) -> tuple[dict, np.ndarray | None]:
     """Score the fits of ``split`` takes; offsets come from ``offsets`` or are fitted on the
-    ``offsets_from`` split's fits. Returns (report, offsets)."""
+    ``offsets_from`` split's fits. Returns (report, offsets).
+
+    A fit whose detections came from ``annotation2D`` was fitted to the annotations it would be
+    scored against: such **circular** takes are listed in the report (``circular_takes``) and left
+    out of every figure, offsets included, unless ``allow_circular``.
+    """
     cfg = cfg or EvalConfig()
     ds = EgoExoDataset(root)
     fits_dir = Path(fits_dir)
 
     def usable(info):
-        return not any(x in (info.task_name or "").lower() for x in EXCLUDED_TASKS)
+        return not info.excluded_scenario
 
     n_offset_takes = 0
     if offsets is None and offsets_from:
         train = [t for t in (_load_take(ds, i, fits_dir, cfg) for i in ds.takes(offsets_from) if usable(i)) if t]
+        train = [t for t in train if allow_circular or not _circular(t)]
         n_offset_takes = len(train)
         if train:
             offsets = estimate_offsets([t.match for t in train], cfg.offset_frame)
@@ -102,7 +114,8 @@ def evaluate(
             warnings.warn(
                 f"no fitted {offsets_from} takes with annotations in {fits_dir}: no corrected figures", stacklevel=2
             )
-    takes = [t for t in (_load_take(ds, i, fits_dir, cfg) for i in ds.takes(split) if usable(i)) if t]
+    loaded = [t for t in (_load_take(ds, i, fits_dir, cfg) for i in ds.takes(split) if usable(i)) if t]
+    takes = [t for t in loaded if allow_circular or not _circular(t)]
     scores, jit, slide, seg_n, seg_i = [], [], [], [], []
     for t in takes:
         cov = video_time_coverage(t.fit.time_s, t.fit.valid, t.n_frames, t.fps)
@@ -117,6 +130,11 @@ def evaluate(
         seg_n += segment_coverage(t.fit.time_s, t.fit.valid, segs, t.fps, mode="native").tolist()
         seg_i += segment_coverage(t.fit.time_s, t.fit.valid, segs, t.fps, mode="interpolated").tolist()
     report = summarize(scores, cfg, split, method)
+    report["detections_source"] = {t.uid: t.detections_source for t in loaded}
+    report["circular_takes"] = [t.uid for t in loaded if _circular(t)]
+    report["circular_included"] = allow_circular
+    for row in report["per_take"]:
+        row["detections_source"] = report["detections_source"][row["take_uid"]]
     report["body_models"] = list({json.dumps(t.body_model, sort_keys=True): t.body_model for t in takes}.values())
     report["coverage"]["segment_native"] = float(np.mean(seg_n)) if seg_n else None
     report["coverage"]["segment_interp"] = float(np.mean(seg_i)) if seg_i else None

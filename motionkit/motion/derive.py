@@ -12,6 +12,7 @@ from motionkit.common.errors import DataError
 from motionkit.conventions import R_ZUP_TO_YUP
 from motionkit.data.posed import fitted_body, fitted_valid
 from motionkit.data.store import TakeResult
+from motionkit.geometry.interpolation import bracket, lerp
 from motionkit.geometry.rotations import rotvec_to_matrix
 from motionkit.motion.codes import EventSet, extract_events
 from motionkit.motion.frames import valid_runs
@@ -19,6 +20,7 @@ from motionkit.motion.hml263 import joints_to_hml263_batch, smplx_joints_zup_to_
 from motionkit.motion.trajectory import Trajectory, anchor_trajectory
 
 MIN_RUN_FRAMES = 2
+FEATURE_FPS = 20.0  # HumanML3D's features are defined at 20 fps
 
 
 @dataclass
@@ -26,7 +28,9 @@ class DerivedMotion:
     runs: list[tuple[int, int]]
     trajectories: list[Trajectory]
     events: list[EventSet]
-    features: list[np.ndarray]  # per run (T_run - 1, 263)
+    features: list[np.ndarray]  # per run (T_feat - 1, 263), at FEATURE_FPS
+    feature_time_s: list[np.ndarray]  # per run (T_feat - 1,): time of each feature row (s, fit grid time)
+    source_fps: float = FEATURE_FPS  # rate of the fit the features were resampled from
 
     def to_result_arrays(self, n: int) -> dict[str, dict[str, np.ndarray]]:
         """Arrays for the result groups ``trajectory``, ``codes`` and ``features``."""
@@ -50,8 +54,16 @@ class DerivedMotion:
                 "heading0_deg": np.array([t.heading0_deg for t in self.trajectories]),
             },
             "codes": {"events_json": np.array(json.dumps(events))},
-            "features": {"hml263": feats, "run_bounds": np.array(self.runs, dtype=np.int64).reshape(-1, 2)},
+            "features": {
+                "hml263": feats,
+                "time_s": np.concatenate(self.feature_time_s) if self.feature_time_s else np.zeros(0),
+                "run_bounds": np.array(self.runs, dtype=np.int64).reshape(-1, 2),
+            },
         }
+
+    def feature_attrs(self) -> dict:
+        """Attributes of the result group ``features``: their rate and the fit rate they come from."""
+        return {"fps": FEATURE_FPS, "resampled_from_fps": self.source_fps}
 
 
 def derive_motion(
@@ -67,7 +79,8 @@ def derive_motion(
     """Per valid run of a fitted take: trajectory, events and 263-d features.
 
     ``joints_smplx_zup (N, >=22, 3)`` SMPL-X joints (world, z up), ``global_orient_zup (N, 3)``
-    axis-angle, ``valid (N,)``, ``fps`` of the samples (HumanML3D expects 20).
+    axis-angle, ``valid (N,)``, ``fps`` of the samples. Trajectories and events use the samples as
+    they are; the HumanML3D features are computed at ``FEATURE_FPS`` (20), resampled if needed.
     """
     J = smplx_joints_zup_to_hml(np.nan_to_num(joints_smplx_zup))
     R = R_ZUP_TO_YUP @ rotvec_to_matrix(np.nan_to_num(global_orient_zup))
@@ -77,8 +90,23 @@ def derive_motion(
         tr = anchor_trajectory(J[a:b, 0], R[a:b], fps=fps, joints=J[a:b])
         trajs.append(tr)
         evs.append(extract_events(tr, fps, preset=preset, motion_id=f"{motion_id}:run{k}"))
-    feats = joints_to_hml263_batch([J[a:b] for a, b in runs], variant=variant) if runs else []
-    return DerivedMotion(runs, trajs, evs, feats)
+    resampled = [_at_feature_rate(J[a:b], np.arange(a, b) / fps) for a, b in runs]
+    clips, times = [c for c, _ in resampled], [t for _, t in resampled]
+    long = [i for i, c in enumerate(clips) if len(c) >= MIN_RUN_FRAMES]
+    computed = joints_to_hml263_batch([clips[i] for i in long], variant=variant) if long else []
+    feats = [np.zeros((0, 263), np.float32) for _ in clips]
+    for i, f in zip(long, computed, strict=True):
+        feats[i] = f
+    return DerivedMotion(runs, trajs, evs, feats, [t[:-1] for t in times], float(fps))
+
+
+def _at_feature_rate(clip: np.ndarray, time_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A run of joints ``(T, 22, 3)`` at times ``(T,)`` resampled (linearly) to ``FEATURE_FPS``, the rate
+    HumanML3D's features are defined at; unchanged when it is already at that rate."""
+    if len(time_s) < 2 or abs(1.0 / np.median(np.diff(time_s)) - FEATURE_FPS) < 1e-6:
+        return clip, time_s
+    tq = np.arange(time_s[0], time_s[-1] + 1e-9, 1.0 / FEATURE_FPS)
+    return lerp(clip, bracket(time_s, tq)), tq
 
 
 def fit_arrays(result: TakeResult) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,12 @@ from motionkit.data.store import TakeResult, config_hash, provenance, read_resul
 from motionkit.pipeline.config import PipelineConfig
 from motionkit.pipeline.stages import STAGES, StageContext
 from motionkit.viz import plot_fit_views, plot_topdown
+
+SYNTHETIC_BODY_ON_REAL_DATA = (
+    "this dataset is not synthetic, but it is being fitted with motionkit's SYNTHETIC demo body, not "
+    "SMPL-X: the shapes and poses mean nothing for real people. Pass --body-model (or set "
+    "$MOTIONKIT_BODY_MODEL) to your SMPL-X model file."
+)
 
 
 def reusable_result(path: Path, config: PipelineConfig) -> TakeResult | None:
@@ -115,6 +122,10 @@ def run_fit(
             cpf_source=DEFAULT_CPF_SOURCE,
         )
     )
+    if body.synthetic and not take.info.raw.get("motionkit_synthetic", False):
+        result.attrs["warning"] = SYNTHETIC_BODY_ON_REAL_DATA
+        warnings.warn(f"{take.name}: {SYNTHETIC_BODY_ON_REAL_DATA}", stacklevel=2)
+        (log or (lambda s: None))(f"WARNING: {SYNTHETIC_BODY_ON_REAL_DATA}")
     previous = reusable_result(path, config)
     names = list(STAGES)
     if until is not None:

@@ -30,7 +30,7 @@ from motionkit.eval.protocol import EvalConfig, match_to_annotation, score_take,
 from motionkit.eval.run import fit_samples
 from motionkit.geometry.swaps import apply_lr_swaps, detect_lr_swaps, swap_bits
 from motionkit.geometry.triangulation import prune_far_cameras, triangulate
-from motionkit.motion.derive import derive_motion
+from motionkit.motion.derive import FEATURE_FPS, derive_motion
 from motionkit.pipeline.config import PipelineConfig
 
 
@@ -95,8 +95,8 @@ def _detection_source(ctx: StageContext) -> str:
             return "rfdetr"
         raise DataError(
             dataset_observation_path(ctx.take),
-            "no detections for this take: no observation cache and "
-            "no videos; pass --detector annotation or provide frame_aligned_videos and RF-DETR weights",
+            "no detections for this take: no observation cache and no exo videos "
+            "(frame_aligned_videos); provide the videos and --detector-weights (RF-DETR), or an observation cache",
         )
     if src not in ("observations", "annotation", "rfdetr"):
         raise ValueError(f"unknown detector {src!r}")
@@ -304,10 +304,11 @@ def stage_motion(ctx: StageContext) -> None:
         r["joints/smplx"], r["smplx/global_orient"], r["valid"].astype(bool), ctx.config.fps, motion_id=ctx.take.uid
     )
     for g, arrays in d.to_result_arrays(len(r["valid"])).items():
-        r.put(g, arrays)
+        r.put(g, arrays, **(d.feature_attrs() if g == "features" else {}))
     n_ev = sum(1 for es in d.events for e in es.events if e.qa_eligible)
     ctx.info["motion"] = (
         f"{len(d.runs)} run(s); {n_ev} QA-eligible events; {sum(len(f) for f in d.features)} x 263 features"
+        + (f" (resampled from {d.source_fps:g} to {FEATURE_FPS:g} fps)" if d.source_fps != FEATURE_FPS else "")
     )
 
 

@@ -127,11 +127,18 @@ def test_malformed_takes_json(take_copy):
 
 
 def test_takes_json_missing_field(take_copy):
+    """One malformed entry is warned about by name; the other takes still list (and fit)."""
     p = take_copy.dataset.root / "takes.json"
     data = json.loads(p.read_text())
+    bad = data[0]["take_name"]
     del data[0]["timesync_start_idx"]
     p.write_text(json.dumps(data))
-    with pytest.raises(DataError, match="take entry 0: missing or bad field"):
+    ds = EgoExoDataset(take_copy.dataset.root)
+    with pytest.warns(UserWarning, match=f"take entry 0 \\({bad}\\): missing or bad field"):
+        names = [t.take_name for t in ds.takes()]
+    assert bad not in names and len(names) == len(data) - 1 and len(ds.skipped_entries) == 1
+    p.write_text(json.dumps([data[0]]))  # nothing usable left: a clear error
+    with pytest.raises(DataError, match="no usable take entry"), pytest.warns(UserWarning):
         EgoExoDataset(take_copy.dataset.root).takes()
 
 
@@ -175,3 +182,18 @@ def test_annotation_parsed_by_name_and_empty_frames_dropped(tmp_path):
 def test_missing_root():
     with pytest.raises(DataError, match="dataset root not found"):
         EgoExoDataset("/nonexistent/egoexo4d")
+
+
+def test_excluded_scenarios_are_skipped_by_batch_as_by_eval(take_copy, tmp_path):
+    from click.testing import CliRunner
+
+    from motionkit.cli import main
+
+    root = take_copy.dataset.root
+    data = json.loads((root / "takes.json").read_text())
+    for t in data:
+        t["task_name"] = "Rock Climbing"
+    (root / "takes.json").write_text(json.dumps(data))
+    assert all(t.excluded_scenario for t in EgoExoDataset(root).takes())
+    r = CliRunner().invoke(main, ["batch", "--root", str(root), "--out", str(tmp_path / "o"), "--all"])
+    assert r.exit_code != 0 and "excluded scenarios" in r.output and "no takes selected" in r.output

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import shutil
+import warnings
 
 import pytest
 
@@ -56,3 +58,21 @@ def test_unknown_stage_is_refused_before_anything_is_written(synth_root, take_ui
     with pytest.raises(ValueError, match="unknown stage"):
         run_fit(synth_root, take_uid, tmp_path, FAST, until="nonsense")
     assert not list(tmp_path.iterdir())
+
+
+def test_real_dataset_fitted_with_the_synthetic_body_is_warned_about(synth_root, take_uid, tmp_path):
+    root = tmp_path / "real"
+    shutil.copytree(synth_root, root)
+    takes = json.loads((root / "takes.json").read_text())
+    for t in takes:
+        t.pop("motionkit_synthetic")
+    (root / "takes.json").write_text(json.dumps(takes))
+    lines = []
+    with pytest.warns(UserWarning, match="SYNTHETIC demo body"):
+        out = run_fit(
+            root, take_uid, tmp_path / "out", FAST, until="load", progress=False, plot=False, log=lines.append
+        )
+    assert "SYNTHETIC" in read_result(out.path).attrs["warning"] and any("WARNING" in s for s in lines)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # the synthetic dataset itself: no such warning
+        run_fit(synth_root, take_uid, tmp_path / "out2", FAST, until="load", progress=False, plot=False)
