@@ -112,3 +112,10 @@ def fill_gaps_bracket(ok: np.ndarray) -> Bracket:
     if len(idx) == 0:
         raise ValueError("no valid frame to interpolate from")
     return bracket(idx.astype(np.float64), np.arange(len(ok), dtype=np.float64))
+
+
+def valid_runs(valid: np.ndarray) -> list[tuple[int, int]]:
+    """Maximal runs of True as ``[(start, stop), ...]`` (stop exclusive)."""
+    v = np.asarray(valid, dtype=bool)
+    edges = np.diff(np.r_[0, v.astype(np.int8), 0])
+    return list(zip(np.flatnonzero(edges == 1).tolist(), np.flatnonzero(edges == -1).tolist(), strict=True))

@@ -12,10 +12,9 @@ from motionkit.common.errors import DataError
 from motionkit.conventions import R_ZUP_TO_YUP
 from motionkit.data.posed import fitted_body, fitted_valid
 from motionkit.data.store import TakeResult
-from motionkit.geometry.interpolation import bracket, lerp
+from motionkit.geometry.interpolation import bracket, lerp, valid_runs
 from motionkit.geometry.rotations import rotvec_to_matrix
 from motionkit.motion.codes import EventSet, extract_events
-from motionkit.motion.frames import valid_runs
 from motionkit.motion.hml263 import joints_to_hml263_batch, smplx_joints_zup_to_hml
 from motionkit.motion.trajectory import Trajectory, anchor_trajectory
 

@@ -68,10 +68,3 @@ def resample_smplx(seq: SmplxSequence, times: np.ndarray, max_gap_s: float | Non
     nan = ~ok
     go[nan], bp[nan], tr[nan] = np.nan, np.nan, np.nan
     return SmplxSequence(times, go, bp, tr, ok, seq.betas)
-
-
-def valid_runs(valid: np.ndarray) -> list[tuple[int, int]]:
-    """Maximal runs of True as ``[(start, stop), ...]`` (stop exclusive)."""
-    v = np.asarray(valid, dtype=bool)
-    edges = np.diff(np.r_[0, v.astype(np.int8), 0])
-    return list(zip(np.flatnonzero(edges == 1).tolist(), np.flatnonzero(edges == -1).tolist(), strict=True))

@@ -281,7 +281,7 @@ def stage_fit(ctx: StageContext) -> None:
     r.put("joints", {"coco17": J[:, SMPLX_TO_COCO17], "smplx": J[:, :55]})
     r.arrays["time_s"] = r["grid/time_s"]
     r.arrays["valid"] = valid
-    r.put("flags", quality_flags(out.joints, valid, n_views, fps, r["aria/position"], FACE_KEYPOINTS))
+    r.put("flags", quality_flags(out.joints, valid, n_views, fps, r["aria/position"], FACE_KEYPOINTS, out.reproj_px))
     per_view = np.nanmean(np.where(valid[:, None], out.reproj_px, np.nan), axis=0)
     r.put("reprojection", {"px": out.reproj_px, "per_view_px": per_view}, losses=json.dumps(out.losses))
     r.put(

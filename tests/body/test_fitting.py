@@ -113,7 +113,12 @@ def test_fit_accuracy_coverage_and_smoothness(default_root, fitted):
         assert r["smplx/global_orient"].shape == (M, 3) and r["smplx/body_pose"].shape == (M, 63)
         assert r["smplx/betas"].shape == (10,) and r["smplx/transl"].shape == (M, 3)
         np.testing.assert_allclose(np.diff(r["time_s"]), 0.05, atol=1e-9)
-        assert set(r.group("flags")) == {"FEW_CAMS", "FAST_JOINT", "HIGH_ACCEL", "EYE_ARIA_FAR"}
+        flags = r.group("flags")
+        assert set(flags) == {"FEW_CAMS", "FAST_JOINT", "HIGH_ACCEL", "EYE_ARIA_FAR", "STATIC", "HIGH_REPROJ",
+                              "SHORT_SEGMENT"}  # fmt: skip
+        assert all(f.shape == (M,) and f.dtype == bool for f in flags.values())
+        views = ((r["association/det_index"] >= 0) & r["triangulation/camera_kept"][None].astype(bool)).sum(1)
+        np.testing.assert_array_equal(flags["FEW_CAMS"], views < 3)
         assert r["reprojection/per_view_px"].shape == (len(cams),)
         assert r["eval/pa_mpjpe_mm"] <= 35.0  # uncorrected, against noisy annotation3D; measured 28.3 / 29.4
         assert r.body_model["synthetic"] is True

@@ -4,8 +4,9 @@ import torch
 
 from motionkit.body.model import BodyModel
 from motionkit.conventions import R_ZUP_TO_YUP
+from motionkit.geometry.interpolation import valid_runs
 from motionkit.geometry.rotations import matrix_to_rotvec, rotvec_to_matrix
-from motionkit.motion.frames import SmplxSequence, resample_smplx, valid_runs, zup_to_yup_smplx
+from motionkit.motion.frames import SmplxSequence, resample_smplx, zup_to_yup_smplx
 
 
 def test_zup_to_yup_is_a_rotation_and_moves_the_body_rigidly():
