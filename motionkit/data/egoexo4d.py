@@ -77,7 +77,14 @@ TRAJECTORY_COLUMNS = (
 )
 # the columns motionkit reads: timestamp, T_world_device (translation, quaternion x y z w), quality
 TRAJECTORY_USED = (TRAJECTORY_COLUMNS[1], *TRAJECTORY_COLUMNS[3:10], TRAJECTORY_COLUMNS[19])
-ARIA_TS_COLUMN = "aria01_214-1_capture_timestamp_ns"
+ARIA_TS_COLUMN = "aria01_214-1_capture_timestamp_ns"  # for the usual device name; see Take.aria_device
+
+
+def aria_timesync_column(device: str) -> str:
+    """The timesync column of an Aria device's RGB stream (``aria01`` -> ``aria01_214-1_capture_timestamp_ns``)."""
+    return f"{device}_214-1_capture_timestamp_ns"
+
+
 QUAT_TOL = 1e-3
 MAX_TS_INTERP_ROWS = 5
 TRAJ_CACHE_VERSION = 1
@@ -236,6 +243,19 @@ def read_closed_loop_trajectory(path: str | os.PathLike, *, cache: bool = True) 
 
 
 # ------------------------------------------------------------------------------------------------ timesync
+def trajectory_graph_uid(path: str | os.PathLike) -> str | None:
+    """The ``graph_uid`` (world frame) of a ``closed_loop_trajectory.csv``, from its first data row."""
+    path = Path(path)
+    header = _csv_header(path)
+    if "graph_uid" not in header:
+        return None
+    with open(path, newline="") as fh:
+        reader = csv.reader(fh)
+        next(reader)
+        row = next(reader, None)
+    return row[header.index("graph_uid")].strip() if row else None
+
+
 def read_timesync_column(path: str | os.PathLike, column: str = ARIA_TS_COLUMN) -> np.ndarray:
     """One column of a capture's ``timesync.csv`` as float64 (empty or 'nan' cells -> NaN)."""
     path = Path(path)
@@ -336,11 +356,38 @@ def read_body_annotation(path: str | os.PathLike) -> BodyAnnotation:
     return BodyAnnotation(np.array([r[0] for r in rows], dtype=np.int64), j3, nv, j2, pl)
 
 
+def _camera_first(data: dict) -> dict:
+    """The camera-first layout of a ``camera_pose`` file. The public docs show a frame-first one,
+    ``{frame: {camera: {camera_intrinsics, camera_extrinsics}}}``: static exo cameras then take their
+    first frame's pose, moving cameras (Aria) keep one pose per frame."""
+    frames = [k for k in data if k != "metadata"]
+    if not frames or not all(str(k).lstrip("-").isdigit() for k in frames):
+        return data
+    out: dict = {"metadata": data.get("metadata", {})}
+    for f in sorted(frames, key=int):
+        for cam, v in (data[f] or {}).items():
+            if not isinstance(v, dict):
+                continue
+            entry = out.setdefault(cam, {k: val for k, val in v.items() if k != "camera_extrinsics"})
+            entry.setdefault("_ext", {})[str(int(f))] = v.get("camera_extrinsics")
+    for cam, entry in out.items():
+        if cam == "metadata":
+            continue
+        ext = entry.pop("_ext")
+        first = next(iter(ext.values()))
+        moving = cam.startswith("aria") or any(e != first for e in ext.values())
+        entry["camera_extrinsics"] = ext if moving else first
+    return out
+
+
 def read_camera_pose(path: str | os.PathLike) -> dict:
     """``camera_pose/<take_uid>.json`` -> {cam: {"K": (3,3), "T_cam_world": (4,4), "D": (4,)}} for exo
     cameras, and ``aria01`` -> {"K", "T_cam_world": {frame: (4,4)}}."""
     path = Path(path)
     data = _read_json(path)
+    if not isinstance(data, dict):
+        raise DataError(path, "expected a JSON object")
+    data = _camera_first(data)
     out = {"metadata": data.get("metadata", {})}
     for cam, v in data.items():
         if cam == "metadata":
@@ -528,17 +575,51 @@ class Take:
             raise DataError(self.calibration_path, "no camera with quality == 1")
         return CameraRig(sorted(good, key=lambda c: c.name))
 
+    def camera_active(self, frames: np.ndarray) -> np.ndarray:
+        """``(M, V)`` bool: take ``frames (M,)`` inside each rig camera's ``start_frame_idx``..``end_frame_idx``
+        window (the frames its static pose applies to; -1 = the whole video)."""
+        f = np.asarray(frames)[:, None]
+        start = np.array([int(c.meta.get("start_frame_idx", -1)) for c in self.rig])[None]
+        end = np.array([int(c.meta.get("end_frame_idx", -1)) for c in self.rig])[None]
+        return ((start < 0) | (f >= start)) & ((end < 0) | (f <= end))
+
     # -- Aria ------------------------------------------------------------------------------------
     @functools.cached_property
+    def trajectory_path(self) -> Path:
+        """The take's trimmed ``closed_loop_trajectory.csv``, else the capture's."""
+        take_copy = self.take_dir / "trajectory" / "closed_loop_trajectory.csv"
+        cap_copy = self.capture_dir / "trajectory" / "closed_loop_trajectory.csv"
+        for p in (take_copy, cap_copy):
+            if p.is_file():
+                return p
+        raise DataError(take_copy, f"closed_loop_trajectory.csv not found (nor the capture copy {cap_copy})")
+
+    @functools.cached_property
     def trajectory(self) -> AriaTrajectory:
-        p = self.take_dir / "trajectory" / "closed_loop_trajectory.csv"
-        if not (self.take_dir / "trajectory").is_dir():
-            raise DataError(self.take_dir / "trajectory", "trajectory folder missing for this take")
-        return read_closed_loop_trajectory(p)
+        """The Aria trajectory, checked to be in the calibration's world frame (same ``graph_uid``)."""
+        p = self.trajectory_path
+        traj = read_closed_loop_trajectory(p)
+        graph = trajectory_graph_uid(p)
+        calib = {c.meta.get("graph_uid") for c, _ in read_gopro_calibs(self.calibration_path)} - {None, ""}
+        if graph and calib and graph not in calib:
+            raise DataError(
+                p,
+                f"graph_uid {graph} differs from the calibration's ({', '.join(sorted(calib))} in "
+                f"{self.calibration_path}): the trajectory and the cameras are in different world frames",
+            )
+        return traj
+
+    @functools.cached_property
+    def aria_device(self) -> str:
+        """The capture's ego camera (``is_ego`` in ``takes.json``): ``aria01`` usually, but not always."""
+        for cam in (self.info.raw.get("capture") or {}).get("cameras") or []:
+            if isinstance(cam, dict) and cam.get("is_ego") and cam.get("cam_id"):
+                return str(cam["cam_id"])
+        return "aria01"
 
     @functools.cached_property
     def _timesync_ts(self) -> np.ndarray:
-        return read_timesync_column(self.capture_dir / "timesync.csv")
+        return read_timesync_column(self.capture_dir / "timesync.csv", aria_timesync_column(self.aria_device))
 
     def frame_device_ns(self, frames: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Aria device time (ns) of take frames ``(N,)`` via timesync row ``start + offset + i``.

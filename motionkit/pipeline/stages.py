@@ -57,6 +57,7 @@ def stage_load(ctx: StageContext) -> None:
         status=json.dumps(status),
     )
     pos = fit_grid_frames(take.n_frames, ctx.config.fps)
+    ctx.result.put("cameras", {"active": take.camera_active(nearest_take_frames(pos))})
     ctx.result.put(
         "grid",
         {"frame_pos": pos, "frame_index": nearest_take_frames(pos), "time_s": pos / TAKE_FPS},
@@ -194,8 +195,7 @@ def stage_triangulate(ctx: StageContext) -> None:
     anchor = r["aria/position"][r["aria/valid"].astype(bool)]
     prune = prune_far_cameras(rig, anchor) if len(anchor) else None
     kept = np.array([prune is None or n in prune.kept for n in rig.names])
-    sel = r["association/det_index"] >= 0
-    conf = np.where(sel[..., None] & kept[None, :, None], r["association/confidence"], 0.0)
+    conf = np.where(_observed(r)[..., None] & kept[None, :, None], r["association/confidence"], 0.0)
     tri = triangulate(r["association/keypoints"], conf, rig)
     r.put(
         "triangulation",
@@ -217,9 +217,15 @@ def stage_triangulate(ctx: StageContext) -> None:
 
 
 def selected_views(r: TakeResult) -> np.ndarray:
-    """``(M, V)`` bool: the wearer was selected in that view and the camera survived pruning."""
-    kept = r["triangulation/camera_kept"].astype(bool)
-    return (r["association/det_index"] >= 0) & kept[None]
+    """``(M, V)`` bool: the wearer was selected in that view, its calibration applies to the frame, and
+    the camera survived pruning."""
+    return _observed(r) & r["triangulation/camera_kept"].astype(bool)[None]
+
+
+def _observed(r: TakeResult) -> np.ndarray:
+    """``(M, V)``: the wearer selected in a view whose calibration applies to that frame."""
+    active = r["cameras/active"].astype(bool) if "cameras/active" in r.arrays else True
+    return (r["association/det_index"] >= 0) & active
 
 
 MAX_VIEW_RESIDUAL_PX = 60.0

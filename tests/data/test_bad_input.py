@@ -113,7 +113,7 @@ def test_take_not_in_takes_json(take_copy):
 
 def test_missing_trajectory_folder(take_copy):
     shutil.rmtree(take_copy.take_dir / "trajectory")
-    with pytest.raises(DataError, match="trajectory folder missing"):
+    with pytest.raises(DataError, match="closed_loop_trajectory.csv not found \\(nor the capture copy"):
         _ = take_copy.trajectory
     with pytest.raises(DataError, match="trajectory folder missing"):
         _ = take_copy.rig
