@@ -25,6 +25,7 @@ from motionkit.data.store import TakeResult
 from motionkit.detect.association import select_wearer
 from motionkit.detect.frames import exo_video_path
 from motionkit.detect.sources import annotation_observations, dataset_observation_path, load_observation_cache
+from motionkit.detect.timesync import check_timesync
 from motionkit.detect.video import detect_videos
 from motionkit.eval.protocol import EvalConfig, match_to_annotation, score_take, video_time_coverage
 from motionkit.eval.run import fit_samples
@@ -174,18 +175,21 @@ def stage_associate(ctx: StageContext) -> None:
     arrays["keypoints"] = apply_lr_swaps(a.keypoints, swap)
     arrays["confidence"] = apply_lr_swaps(a.confidence, swap)
     arrays["swap"] = swap_bits(swap)
+    sync = check_timesync(ctx.take, a)
     r.put(
         "association",
         arrays,
         camera_names=json.dumps(a.camera_names),
         floor_z=a.floor_z,
         swap_pairs=json.dumps([list(p) for p in COCO17_LR_PAIRS]),
+        timesync_check=json.dumps(sync.to_dict()),
     )
     taus = ", ".join(f"{n} {t:.0f}px" for n, t in zip(a.camera_names, a.tau_px, strict=True))
     n_swapped = int(swap.any(-1).sum())
     ctx.info["associate"] = (
         f"wearer selected in {a.selected.mean():.1%} of camera-frames; tau {taus}; "
         f"left/right labels corrected in {n_swapped} camera-frames"
+        + (f"; TIMESYNC SUSPECT: best shift {sync.best_shift:+d} frame(s)" if sync.suspect else "")
     )
 
 

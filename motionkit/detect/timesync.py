@@ -1,0 +1,67 @@
+"""An empirical check of the timesync convention: which frame offset puts the projected Aria head on
+the wearer's detected head best.
+
+Ego-Exo4D's take-frame -> timesync-row rule has two conventions in circulation (+0 / +1 rows); a wrong
+one shifts the Aria head anchor by a frame against the videos. For shifts of -2..+2 frames, the anchor
+is recomputed and projected into every view where the wearer is selected; the median pixel distance to
+the wearer's head point is reported per shift. A take whose best shift is not 0, by a clear margin, is
+flagged.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from motionkit.data.egoexo4d import Take
+from motionkit.detect.association import Association, head_points
+
+SHIFTS = (-2, -1, 0, 1, 2)
+MARGIN = 0.95  # the best shift must beat shift 0 by 5 % of its median distance (realistic takes: 10-18 %)
+
+
+@dataclass(frozen=True)
+class TimesyncCheck:
+    """Median head-to-anchor distance (px) per frame shift, the best shift, and whether it disagrees
+    with the offset in use (``suspect``)."""
+
+    median_px: dict[int, float]
+    best_shift: int
+    suspect: bool
+    n_pairs: int
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["median_px"] = {str(k): v for k, v in self.median_px.items()}
+        return d
+
+
+def check_timesync(take: Take, assoc: Association, shifts=SHIFTS) -> TimesyncCheck:
+    """Run the check on a take's association (``assoc.frame_index (F,)`` take frames)."""
+    sel = assoc.selected
+    F, V = sel.shape
+    heads = head_points(assoc.box.reshape(-1, 4), assoc.keypoints.reshape(-1, 17, 2), assoc.confidence.reshape(-1, 17))
+    heads = heads.reshape(F, V, 2)
+    med = {}
+    n = 0
+    for s in shifts:
+        ts, _ = take.frame_device_ns(assoc.frame_index + s)
+        anchor = take.trajectory.head_anchor_at(ts).position  # (F, 3), NaN where unknown
+        d = np.linalg.norm(take.rig.project(anchor[:, None])[:, :, 0] - heads, axis=-1)  # (F, V)
+        d = d[sel & np.isfinite(d)]
+        med[s] = float(np.median(d)) if len(d) else float("nan")
+        n = max(n, len(d))
+    finite = {s: m for s, m in med.items() if np.isfinite(m)}
+    if not finite or 0 not in finite:
+        return TimesyncCheck(med, 0, False, n)
+    best = min(finite, key=finite.get)
+    suspect = best != 0 and finite[best] < MARGIN * finite[0]
+    if suspect:
+        warnings.warn(
+            f"{take.name}: the Aria head fits the detections best {best:+d} frame(s) from the timesync offset "
+            f"in use ({finite[best]:.1f} vs {finite[0]:.1f} px); check --timesync-offset",
+            stacklevel=2,
+        )
+    return TimesyncCheck(med, int(best), bool(suspect), n)
