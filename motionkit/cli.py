@@ -167,6 +167,10 @@ def fit_options(f):
         click.option("--timesync-offset", default=1, show_default=True, type=click.IntRange(0, 1),
                      help="Take frame i -> timesync row start + offset + i."),
         click.option("--device", default="cpu", show_default=True, help="torch device for fitting (cpu, cuda)."),
+        click.option("--association", default="soma", show_default=True,
+                     type=click.Choice(["soma", "cylinder", "soma+cylinder"]),
+                     help="Wearer rule: nearest head to the projected Aria anchor (SOMA), the official "
+                          "cylinder-proposal + IoU rule, or SOMA with the cylinder rule where it finds nobody."),
         click.option("--detector", default="auto", show_default=True,
                      type=click.Choice(["auto", "observations", "annotation", "rfdetr"]),
                      help="Detections from the dataset's observation cache, annotation2D, or RF-DETR on the videos."),
@@ -184,7 +188,7 @@ def fit_options(f):
 
 
 FIT_OPTION_NAMES = ("fps", "body_model", "timesync_offset", "device", "detector", "detector_variant",
-                    "detector_weights", "keypoint_weights", "fit_iters")  # fmt: skip
+                    "detector_weights", "keypoint_weights", "fit_iters", "association")  # fmt: skip
 
 
 def _fit_config(kw: dict):

@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass
 
 from motionkit.conventions import DEFAULT_FIT_FPS
 
+ASSOCIATION_MODES = ("soma", "cylinder", "soma+cylinder")
+
 
 @dataclass
 class PipelineConfig:
@@ -14,7 +16,8 @@ class PipelineConfig:
     ``fps``: fit grid rate; ``timesync_offset``: take frame ``i`` -> timesync row
     ``start + offset + i``; ``body_model``: SMPL-X file or folder (None: the synthetic model);
     ``device``: torch device of the fit; ``detector``: ``auto`` | ``observations`` | ``annotation`` |
-    ``rfdetr`` and the RF-DETR options; ``fit_iters``: Adam iterations of fitting stages A, B, C.
+    ``rfdetr`` and the RF-DETR options; ``fit_iters``: Adam iterations of fitting stages A, B, C;
+    ``association``: the wearer rule (docs/pipeline.md, "associate").
     """
 
     fps: float = DEFAULT_FIT_FPS
@@ -28,6 +31,11 @@ class PipelineConfig:
     detector_threshold: float = 0.5
     downscaled_video: bool = False
     fit_iters: tuple[int, int, int] = (100, 200, 150)
+    association: str = "soma"  # soma | cylinder | soma+cylinder (the cylinder rule where SOMA finds nobody)
+
+    def __post_init__(self) -> None:
+        if self.association not in ASSOCIATION_MODES:
+            raise ValueError(f"association must be one of {', '.join(ASSOCIATION_MODES)}; got {self.association!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -23,6 +23,7 @@ from motionkit.data.egoexo4d import Take
 from motionkit.data.observations import write_observations
 from motionkit.data.store import TakeResult
 from motionkit.detect.association import select_wearer
+from motionkit.detect.cylinder import apply_cylinder_rule
 from motionkit.detect.frames import exo_video_path
 from motionkit.detect.sources import annotation_observations, dataset_observation_path, load_observation_cache
 from motionkit.detect.timesync import check_timesync
@@ -168,6 +169,10 @@ def stage_associate(ctx: StageContext) -> None:
     a = select_wearer(
         obs, ctx.take.rig, r["grid/frame_index"], r["aria/position"], r["aria/valid"].astype(bool), reason
     )
+    mode = ctx.config.association
+    if mode != "soma":  # the official cylinder rule, everywhere or where the SOMA rule found nobody
+        where = None if mode == "cylinder" else a.reason == "NO_DET_NEAR_ANCHOR"
+        a = apply_cylinder_rule(a, obs, ctx.take.rig, r["aria/position"], r["aria/valid"].astype(bool), where)
     # left/right swaps of the wearer's labels, by leave-one-out triangulation over the other views
     conf = np.where(a.selected[..., None], a.confidence, 0.0)
     swap = detect_lr_swaps(a.keypoints, conf, ctx.take.rig)

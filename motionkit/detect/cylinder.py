@@ -1,0 +1,111 @@
+"""The official Ego-Exo4D wearer rule: a cylinder around the Aria head, projected into each view as a
+region proposal, and the detection that overlaps it most (docs/pipeline.md, "associate").
+
+A vertical cylinder (radius 0.3 m, 1.5 m tall) hangs from the head position; its surface, sampled on
+a deterministic grid (12 angles x 8 heights, plus 4 points on each cap), is projected into the view
+and the in-image points' bounding box is the proposal. Proposals smaller than 0.5 % of the image or
+with a height/width ratio outside [0.5, 5] are rejected. The detection with the highest IoU (> 0.3)
+is the wearer (``CYLINDER_IOU``). Otherwise the proposal box is recorded (``PROPOSAL_ONLY``), never
+passed on as a detection: it carries no keypoints. motionkit uses the CPF head anchor as the head
+position (the official code takes the midpoint of the two SLAM cameras, a few centimetres away).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from motionkit.data.observations import Observations
+from motionkit.detect.association import Association
+from motionkit.geometry.camera import CameraRig
+
+RADIUS_M = 0.3
+HEIGHT_M = 1.5
+MIN_AREA_FRACTION = 0.005
+ASPECT_RANGE = (0.5, 5.0)
+MIN_IOU = 0.3
+
+
+def cylinder_points(head: np.ndarray) -> np.ndarray:
+    """``head (F, 3)`` world (z up) -> ``(F, 104, 3)`` points on the cylinder hanging from it."""
+    ang = np.linspace(0, 2 * np.pi, 12, endpoint=False)
+    z = np.linspace(-HEIGHT_M, 0.0, 8)
+    ring = np.stack([RADIUS_M * np.cos(ang), RADIUS_M * np.sin(ang)], 1)
+    side = np.concatenate([np.c_[ring, np.full(12, h)] for h in z])
+    cap = np.stack([0.5 * RADIUS_M * np.cos(ang[::3]), 0.5 * RADIUS_M * np.sin(ang[::3])], 1)
+    caps = np.concatenate([np.c_[cap, np.full(4, -HEIGHT_M)], np.c_[cap, np.zeros(4)]])
+    return head[:, None, :] + np.concatenate([side, caps])[None]
+
+
+def cylinder_proposals(rig: CameraRig, head: np.ndarray, head_ok: np.ndarray) -> np.ndarray:
+    """Proposal boxes ``(F, V, 4)`` raw pixels xyxy (NaN where the head is unknown, the cylinder is
+    not in the image, or the proposal is rejected)."""
+    uv = rig.project(cylinder_points(np.where(head_ok[:, None], head, 0.0)))  # (F, V, 104, 2)
+    W, H = rig.sizes[:, 0][None, :, None], rig.sizes[:, 1][None, :, None]
+    inside = np.isfinite(uv).all(-1) & (uv[..., 0] >= 0) & (uv[..., 0] < W) & (uv[..., 1] >= 0) & (uv[..., 1] < H)
+    u = np.where(inside, uv[..., 0], np.nan)
+    v = np.where(inside, uv[..., 1], np.nan)
+    box = np.full(uv.shape[:2] + (4,), np.nan)
+    any_in = inside.any(-1) & head_ok[:, None]
+    box[any_in] = np.stack(
+        [np.nanmin(u[any_in], -1), np.nanmin(v[any_in], -1), np.nanmax(u[any_in], -1), np.nanmax(v[any_in], -1)], -1
+    )
+    w, h = box[..., 2] - box[..., 0], box[..., 3] - box[..., 1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        area_ok = w * h >= MIN_AREA_FRACTION * (rig.sizes[:, 0] * rig.sizes[:, 1])[None]
+        aspect = h / w
+        ok = area_ok & (aspect >= ASPECT_RANGE[0]) & (aspect <= ASPECT_RANGE[1])
+    return np.where(ok[..., None], box, np.nan)
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """IoU of boxes ``a (N, 4)`` with ``b (N, 4)`` row by row."""
+    x0, y0 = np.maximum(a[:, 0], b[:, 0]), np.maximum(a[:, 1], b[:, 1])
+    x1, y1 = np.minimum(a[:, 2], b[:, 2]), np.minimum(a[:, 3], b[:, 3])
+    inter = np.clip(x1 - x0, 0, None) * np.clip(y1 - y0, 0, None)
+    union = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1]) + (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1]) - inter
+    return inter / np.maximum(union, 1e-9)
+
+
+def apply_cylinder_rule(assoc: Association, obs: Observations, rig: CameraRig, head: np.ndarray,
+                        head_ok: np.ndarray, where: np.ndarray | None = None) -> Association:  # fmt: skip
+    """``assoc`` with the camera-frames in ``where (F, V)`` (default: all) decided by the cylinder rule.
+
+    ``head (F, 3)`` world head positions at ``assoc.frame_index``, ``head_ok (F,)``. Selected entries get
+    reason ``CYLINDER_IOU`` and the IoU as association confidence; unmatched proposals ``PROPOSAL_ONLY``
+    (box only, no keypoints, not selected); camera-frames without a proposal ``NO_PROPOSAL``.
+    """
+    F, V = assoc.det_index.shape
+    where = np.ones((F, V), bool) if where is None else where
+    prop = cylinder_proposals(rig, head, head_ok)
+    pos = {int(f): i for i, f in enumerate(assoc.frame_index)}
+    view_of_cam = np.array([rig.names.index(n) if n in rig.names else -1 for n in obs.camera_names])
+    fi = np.array([pos.get(int(f), -1) for f in obs.frame_index])
+    vi = view_of_cam[obs.camera] if len(obs.camera) else np.zeros(0, int)
+    rows = np.flatnonzero((fi >= 0) & (vi >= 0))
+    rows = rows[where[fi[rows], vi[rows]] & np.isfinite(prop[fi[rows], vi[rows]]).all(-1)]
+    iou = _iou(obs.box[rows].astype(np.float64), prop[fi[rows], vi[rows]])
+    best = np.full((F, V), -1)
+    best_iou = np.zeros((F, V))
+    for r, f, v, x in zip(rows, fi[rows], vi[rows], iou, strict=True):  # detections of the chosen camera-frames
+        if x > best_iou[f, v]:
+            best[f, v], best_iou[f, v] = r, x
+    out = {k: getattr(assoc, k).copy() for k in ("box", "score", "keypoints", "confidence", "det_index", "assoc_conf")}
+    out["reason"] = assoc.reason.astype(object)  # room for the longer reason codes
+    has_prop = where & np.isfinite(prop).all(-1)
+    chosen = where & (best >= 0) & (best_iou > MIN_IOU)
+    only = has_prop & ~chosen
+    for k, fill in (("box", np.nan), ("score", 0.0), ("keypoints", np.nan), ("confidence", 0.0), ("assoc_conf", 0.0)):
+        out[k][where] = fill
+    out["det_index"][where] = -1
+    out["reason"][where & ~has_prop] = "NO_PROPOSAL"
+    r = best[chosen]
+    out["det_index"][chosen] = r
+    out["box"][chosen] = obs.box[r]
+    out["score"][chosen] = obs.score[r]
+    out["keypoints"][chosen] = obs.keypoints[r]
+    out["confidence"][chosen] = obs.keypoint_conf[r]
+    out["assoc_conf"][chosen] = best_iou[chosen]
+    out["reason"][chosen] = "CYLINDER_IOU"
+    out["box"][only] = prop[only]
+    out["reason"][only] = "PROPOSAL_ONLY"
+    return Association(**{**assoc.__dict__, **out})
