@@ -166,13 +166,12 @@ def stage_associate(ctx: StageContext) -> None:
     obs = _observations(ctx)
     r = ctx.result
     reason = r["aria/reason"].astype(str)
-    a = select_wearer(
-        obs, ctx.take.rig, r["grid/frame_index"], r["aria/position"], r["aria/valid"].astype(bool), reason
-    )
+    anchor, anchor_ok = r["aria/position"], r["aria/valid"].astype(bool)
+    a = select_wearer(obs, ctx.take.rig, r["grid/frame_index"], anchor, anchor_ok, reason)
     mode = ctx.config.association
     if mode != "soma":  # the official cylinder rule, everywhere or where the SOMA rule found nobody
         where = None if mode == "cylinder" else a.reason == "NO_DET_NEAR_ANCHOR"
-        a = apply_cylinder_rule(a, obs, ctx.take.rig, r["aria/position"], r["aria/valid"].astype(bool), where)
+        a = apply_cylinder_rule(a, obs, ctx.take.rig, anchor, anchor_ok, where)
     # left/right swaps of the wearer's labels, by leave-one-out triangulation over the other views
     conf = np.where(a.selected[..., None], a.confidence, 0.0)
     swap = detect_lr_swaps(a.keypoints, conf, ctx.take.rig)
