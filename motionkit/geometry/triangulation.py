@@ -489,7 +489,7 @@ class PruneResult:
     median_distance_m: dict[str, float]
 
 
-PRUNE_NEVER_BELOW_M = 8.0
+PRUNE_NEVER_BELOW_M = 15.0
 
 
 def prune_far_cameras(
@@ -499,7 +499,7 @@ def prune_far_cameras(
     (SOMA's rule) and ``never_below_m``.
 
     The floor is motionkit's: without it, one camera standing close to the wearer (1.5 m) prunes
-    every camera beyond 4.5 m, although a person 8 m from a 4K GoPro is still ~370 px tall and well
+    every camera beyond 4.5 m, although a person 12 m from a 4K GoPro is still ~250 px tall and well
     detected. ``subject_points (T, 3)`` world metres (e.g. the Aria head anchor; NaN rows ignored).
     """
     if len(rig) == 0:
