@@ -7,7 +7,7 @@ TORCH  ?= torch==2.14.1 torchvision==0.29.1
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test bench lint install clean
+.PHONY: demo test bench lint install clean cuda-check gpu-check doctor
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,17 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# compile the CUDA operators of csrc/ wherever nvcc exists, GPU or not (cached by source hash)
+cuda-check: $(STAMP)
+	$(BIN)/python -m motionkit.kernels cpu cuda
+
+# on a GPU machine: CUDA parity tests and the GPU benchmarks in one go (< 5 minutes)
+gpu-check: $(STAMP)
+	bash benchmarks/gpu_check.sh
+
+doctor: $(STAMP)
+	$(BIN)/motionkit doctor
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -1,9 +1,18 @@
-"""Fitting a 20-s take (400 frames at 20 fps, 4 views) from cached observations: wall time per
-stage and frames/s on the CPU (target <= 60 s including all stages), and on CUDA when present
-(target >= 2,000 frames/s, several takes batched as separate problems)."""
+"""The body fit, torch reference path vs fused operators (``csrc/``), on 20-s realistic takes
+(400 frames at 20 fps, 4 views), from the fit inputs of the pipeline (everything before the fit runs once).
+
+Prints, per device (CPU, and CUDA when present):
+1. ATen operations per stage-B Adam iteration (torch profiler; difference of 11 and 1 iterations);
+2. wall time and frames/s of the whole fit (``fit_batch``: shape init, 3 stages, second pass) for
+   one take and for K takes batched as independent problems;
+3. PA-MPJPE / MPJPE of the fused and the torch fits against the synthetic truth, and their difference.
+
+Usage: ``python benchmarks/bench_fit.py [--takes K] [--devices cpu,cuda] [--seconds 20]``.
+"""
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import tempfile
@@ -13,71 +22,112 @@ from pathlib import Path
 import numpy as np
 
 
-def main(takes: int = 3) -> None:
+def count_ops(fn) -> tuple[int, int]:
+    """(ATen operations, motionkit operators) dispatched while ``fn()`` runs (nested calls included)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    names = [e.name for e in prof.events()]
+    return sum(n.startswith("aten::") for n in names), sum(n.startswith("motionkit::") for n in names)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--takes", type=int, default=3, help="takes batched in the batched row")
+    ap.add_argument("--seconds", type=float, default=20.0, help="take duration")
+    ap.add_argument("--devices", default=None, help="comma-separated; default cpu (+ cuda when available)")
+    args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="mk_bench_fit_"))
+    home = Path(os.environ.get("MOTIONKIT_HOME", "~/.cache/motionkit")).expanduser()
+    os.environ.setdefault("MOTIONKIT_KERNELS_DIR", str(home / "kernels"))  # built operators: the user's cache
     os.environ.setdefault("MOTIONKIT_HOME", str(tmp / "home"))
     import h5py
     import torch
 
+    from motionkit import kernels
+    from motionkit.body.fitting import FACE_KEYPOINTS, BodyFitConfig, fit_batch
+    from motionkit.body.model import BodyModel
     from motionkit.data.egoexo4d import EgoExoDataset
     from motionkit.eval.metrics import mpjpe, pa_mpjpe
-    from motionkit.pipeline import PipelineConfig, run_fit
+    from motionkit.geometry.interpolation import bracket, lerp
+    from motionkit.pipeline import PipelineConfig, build_fit_inputs, run_fit
     from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
-    write_synthetic_dataset(tmp / "ds", SynthConfig(takes=takes, seed=11, duration=20.0))
+    K = max(1, args.takes)
+    write_synthetic_dataset(tmp / "ds", SynthConfig(takes=K, seed=11, duration=args.seconds, preset="realistic"))
     ds = EgoExoDataset(tmp / "ds")
     infos = ds.takes()
-    run_fit(
-        tmp / "ds", infos[0].take_uid, tmp / "warm", PipelineConfig(), until="triangulate", progress=False
-    )  # JIT warm-up
-    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
-    print(
-        f"# fitting 20-s takes (400 frames at 20 fps, 4 views; {platform.machine()}, {os.cpu_count()} cores, "
-        f"torch {torch.__version__}, threads {torch.get_num_threads()})"
-    )
-    print(
-        f"| {'device':<6} | {'take':<14} | {'total s':>8} | {'fit s':>6} | {'frames/s':>9} | {'PA-MPJPE mm':>11} | "
-        f"{'MPJPE mm':>8} | {'coverage':>8} |"
-    )
-    print("|--------|----------------|----------|--------|-----------|-------------|----------|----------|")
-    for dev in devices:
-        for info in infos:
-            t0 = time.perf_counter()
-            oc = run_fit(
-                tmp / "ds", info.take_uid, tmp / f"out_{dev}", PipelineConfig(device=dev), progress=False, plot=False
-            )
-            total = time.perf_counter() - t0
-            r = oc.result
-            with h5py.File(tmp / "ds" / "gt" / f"{info.take_uid}.h5") as g:
-                gt30 = g["wearer/coco17_world"][()]
-            pos = r["time_s"] * 30
-            i0 = np.floor(pos).astype(int)
-            i1 = np.minimum(i0 + 1, len(gt30) - 1)
-            w = (pos - i0)[:, None, None]
-            gt = (1 - w) * gt30[i0] + w * gt30[i1]
-            pa = np.nanmean(pa_mpjpe(r["joints/coco17"], gt))
-            mp = np.nanmean(mpjpe(r["joints/coco17"], gt))
-            n = len(r["time_s"])
-            tf = oc.timings["fit"]
-            cov = 100 * np.mean(r["valid"])
-            row = f"| {dev:<6} | {info.take_name:<14} | {total:8.1f} | {tf:6.1f} | {n / tf:9.1f} |"
-            print(f"{row} {pa:11.1f} | {mp:8.1f} | {cov:7.1f}% |")
-        # all takes as one batch of independent problems (what a GPU needs to be kept busy)
-        from motionkit.body.fitting import FACE_KEYPOINTS, BodyFitConfig, fit_batch
-        from motionkit.body.model import BodyModel
-        from motionkit.data.store import read_result
-        from motionkit.pipeline import build_fit_inputs
+    results = [run_fit(tmp / "ds", i.take_uid, tmp / "pre", PipelineConfig(device="cpu"), until="triangulate",
+                       progress=False, plot=False).result for i in infos]  # fmt: skip
+    inputs = [build_fit_inputs(r, ds.take(i.take_uid).rig, 20.0) for r, i in zip(results, infos, strict=True)]
+    truth = []
+    for r, i in zip(results, infos, strict=True):
+        with h5py.File(tmp / "ds" / "gt" / f"{i.take_uid}.h5") as g:
+            gt30 = g["wearer/coco17_world"][()]
+        truth.append(lerp(gt30, bracket(np.arange(len(gt30)) / 30.0, r["grid/time_s"])))
+    devices = args.devices.split(",") if args.devices else ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    st = kernels.ensure_loaded(cuda="cuda" in devices)
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+    print(f"# body fit, {args.seconds:g}-s realistic takes ({len(inputs[0].keypoints)} frames, 4 views); "
+          f"{platform.machine()}, {os.cpu_count()} cores, {gpu}, torch {torch.__version__}, "
+          f"threads {torch.get_num_threads()}; kernels {st}")  # fmt: skip
+    body = BodyModel(vertex_keypoints=FACE_KEYPOINTS)
 
-        inputs = [build_fit_inputs(read_result(tmp / f"out_{dev}" / f"{i.take_uid}.h5"), ds.take(i.take_uid).rig, 20.0)
-                  for i in infos]  # fmt: skip
-        body = BodyModel(vertex_keypoints=FACE_KEYPOINTS)
-        t0 = time.perf_counter()
-        fit_batch(body, inputs, BodyFitConfig(device=dev))
-        tb = time.perf_counter() - t0
-        n = sum(len(x.keypoints) for x in inputs)
-        label = f"{len(inputs)} batched"
-        blank = f"| {'':>11} | {'':>8} | {'':>8} |"
-        print(f"| {dev:<6} | {label:<14} | {'':>8} | {tb:6.1f} | {n / tb:9.1f} {blank}")
+    def sync(dev):
+        if dev == "cuda":
+            torch.cuda.synchronize()
+
+    for dev in devices:
+        paths = ["torch"] + (["fused"] if kernels.available(dev) else [])
+        print(f"\n## {dev}: ATen operations per stage-B iteration (1 take)")
+        ops = {}
+        for kern in paths:
+            n = {}
+            for it in (1, 11):
+                cfg = BodyFitConfig(device=dev, kernels=kern, iters=(0, it, 0), second_pass_iters=0, cuda_graphs=False)
+                n[it] = count_ops(lambda cfg=cfg: fit_batch(body, inputs[:1], cfg))
+            ops[kern] = ((n[11][0] - n[1][0]) / 10, (n[11][1] - n[1][1]) / 10)
+            print(f"| {kern:<6} | {ops[kern][0]:8.0f} ATen ops | {ops[kern][1]:4.0f} motionkit ops |")
+        if "fused" in ops:
+            print(f"fused / torch ATen operations: {ops['fused'][0] / ops['torch'][0]:.1%} (target <= 5 %)")
+
+        print(f"\n## {dev}: whole fit (shape init, stages A-C, second pass)")
+        print(f"| {'kernels':<7} | {'problems':<8} | {'frames':>6} | {'seconds':>8} | {'frames/s':>9} | "
+              f"{'PA-MPJPE mm':>11} | {'MPJPE mm':>8} |")  # fmt: skip
+        print("|---------|----------|--------|----------|-----------|-------------|----------|")
+        fits, speed = {}, {}
+        for kern in paths:
+            cfg = BodyFitConfig(device=dev, kernels=kern)
+            fit_batch(body, [x for x in inputs[:1]], BodyFitConfig(device=dev, kernels=kern, iters=(2, 2, 2),
+                                                                   second_pass_iters=0))  # warm-up  # fmt: skip
+            for batch in ([inputs[0]], inputs) if K > 1 else ([inputs[0]],):
+                sync(dev)
+                t0 = time.perf_counter()
+                outs = fit_batch(body, batch, cfg)
+                sync(dev)
+                dt = time.perf_counter() - t0
+                n = sum(len(x.keypoints) for x in batch)
+                pairs = [(o.joints[:, _coco()], t) for o, t in zip(outs, truth[: len(outs)], strict=True)]
+                pa = np.mean([np.nanmean(pa_mpjpe(x, t)) for x, t in pairs])
+                mp = np.mean([np.nanmean(mpjpe(x, t)) for x, t in pairs])
+                fits[(kern, len(batch))] = outs
+                speed[(kern, len(batch))] = n / dt
+                print(f"| {kern:<7} | {len(batch):<8} | {n:6d} | {dt:8.2f} | {n / dt:9.1f} | {pa:11.2f} | {mp:8.2f} |")
+        if "fused" in paths:
+            print(f"fused vs torch, 1 take: {speed[('fused', 1)] / speed[('torch', 1)]:.2f}x faster (target >= 2x)")
+            a, b = fits[("fused", 1)][0], fits[("torch", 1)][0]
+            d_pa = np.nanmean(pa_mpjpe(a.joints[:, _coco()], truth[0])) - np.nanmean(
+                pa_mpjpe(b.joints[:, _coco()], truth[0])
+            )
+            print(f"PA-MPJPE fused - torch: {d_pa:+.3f} mm (target |.| <= 0.1); max joint difference "
+                  f"{1000 * np.abs(a.joints - b.joints).max():.2f} mm")  # fmt: skip
+
+
+def _coco():
+    from motionkit.conventions import SMPLX_TO_COCO17
+
+    return list(SMPLX_TO_COCO17)
 
 
 if __name__ == "__main__":

@@ -100,6 +100,37 @@ def synth(
         click.echo(f"  {u}")
 
 
+@main.command()
+@click.option(
+    "--cuda/--no-cuda",
+    "build_cuda",
+    default=None,
+    help="Also build the CUDA operators (default: where a GPU is visible).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def doctor(build_cuda, as_json) -> None:
+    """Where fits run here: torch/CUDA/GPU details, and the fused operators of csrc/ (builds them on
+    first use; says why they are unavailable and the torch path is used)."""
+    from motionkit.kernels.loader import environment_report
+
+    rep = environment_report(build_cuda)
+    if as_json:
+        click.echo(json.dumps(rep))
+        return
+    click.echo(f"torch {rep['torch']} (CUDA build: {rep['torch_cuda'] or 'no'}); {rep['cpu_threads']} CPU threads")
+    if rep["gpus"]:
+        for g in rep["gpus"]:
+            click.echo(f"GPU {g['index']}: {g['name']} (sm {g['capability']}, {g['memory_gib']} GiB)")
+    else:
+        click.echo("GPU: none visible")
+    click.echo(f"nvcc: {rep['nvcc'] or 'not found'}; default fit device (--device auto): {rep['default_device']}")
+    k = rep["kernels"]
+    click.echo(f"fused operators: cpu {'yes' if k['cpu'] else 'no'}, cuda {'yes' if k['cuda'] else 'no'} "
+               f"(cache {rep['kernels_dir']})")  # fmt: skip
+    if k["error"]:
+        click.echo(f"why not: {k['error']} -> those fits use the torch reference path")
+
+
 @main.command("synth-report")
 @click.argument("root", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option(
@@ -166,7 +197,12 @@ def fit_options(f):
                      help="SMPL-X file or folder (default: $MOTIONKIT_BODY_MODEL, else the synthetic demo body)."),
         click.option("--timesync-offset", default=1, show_default=True, type=click.IntRange(0, 1),
                      help="Take frame i -> timesync row start + offset + i."),
-        click.option("--device", default="cpu", show_default=True, help="torch device for fitting (cpu, cuda)."),
+        click.option("--device", default="auto", show_default=True,
+                     help="torch device for fitting and detection: auto (CUDA when available, else CPU), cpu, "
+                          "cuda, cuda:N."),
+        click.option("--kernels", default="auto", show_default=True, type=click.Choice(["auto", "torch", "fused"]),
+                     help="Fit operators: fused C++/CUDA (csrc/, built once on first use), the torch reference, "
+                          "or auto (fused when built; `motionkit doctor` says why not)."),
         click.option("--association", default="soma", show_default=True,
                      type=click.Choice(["soma", "cylinder", "soma+cylinder"]),
                      help="Wearer rule: nearest head to the projected Aria anchor (SOMA), the official "
@@ -187,7 +223,7 @@ def fit_options(f):
     return f
 
 
-FIT_OPTION_NAMES = ("fps", "body_model", "timesync_offset", "device", "detector", "detector_variant",
+FIT_OPTION_NAMES = ("fps", "body_model", "timesync_offset", "device", "kernels", "detector", "detector_variant",
                     "detector_weights", "keypoint_weights", "fit_iters", "association")  # fmt: skip
 
 
@@ -245,6 +281,8 @@ def fit(take_id, root, out_dir, until, as_json, **kw) -> None:
     reused = f" (reused: {', '.join(s['reused_stages'])})" if s["reused_stages"] else ""
     click.echo(f"stages: {', '.join(s['stages'])}{reused}")
     click.echo("time per stage: " + ", ".join(f"{k} {v:.2f} s" for k, v in s["seconds_per_stage"].items()))
+    if s["fit_device"]:
+        click.echo(f"fit on {s['fit_device']} with the {s['fit_kernels']} operators")
     if s["coverage"] is not None:
         cov, rep = 100 * s["coverage"], s["reprojection_px"]
         click.echo(f"coverage: {cov:.1f} % of frames fitted; reprojection {rep:.1f} px (median)")
@@ -423,7 +461,21 @@ def features(path, out_path, variant) -> None:
     help="local: processes; ray: local cluster size (in tasks); slurm: array parallelism.",
 )
 @click.option("--cpus-per-task", default=1, show_default=True, type=click.IntRange(min=1))
-@click.option("--gpus-per-task", default=0, show_default=True, type=click.IntRange(min=0))
+@click.option(
+    "--gpus-per-task",
+    default=None,
+    type=click.FloatRange(min=0),
+    help="GPUs Ray/Slurm reserve per task (Ray accepts fractions). Default: 1 when the fit device is "
+    "CUDA (--device cuda, or auto with a GPU visible here), else 0.",
+)
+@click.option(
+    "--takes-per-task",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Takes fitted together in one batched fit on one device (use 8-32 on a GPU); each take's "
+    "result equals fitting it alone.",
+)
 @click.option("--retries", default=0, show_default=True, type=click.IntRange(min=0), help="Retry failed takes N times.")
 @click.option("--force", is_flag=True, help="Recompute takes whose results are complete.")
 @click.option("--ray-address", default=None, help="Connect to an existing Ray cluster (default: start a local one).")
@@ -431,7 +483,8 @@ def features(path, out_path, variant) -> None:
 @click.option("--slurm-time", "slurm_time_min", default=60, show_default=True, type=int, help="Minutes per take.")
 @click.option("--slurm-local", is_flag=True, help="Run the Slurm path with submitit's local executor (no cluster).")
 @fit_options
-def batch(root, out_dir, takes_file, split, all_takes, executor, workers, cpus_per_task, gpus_per_task, retries, force,
+def batch(root, out_dir, takes_file, split, all_takes, executor, workers, cpus_per_task, gpus_per_task, takes_per_task,
+          retries, force,
           ray_address, slurm_partition, slurm_time_min, slurm_local, **kw) -> None:  # fmt: skip
     """Fit many takes, one task per take, on a local process pool, Ray or Slurm (submitit).
 
@@ -462,11 +515,16 @@ def batch(root, out_dir, takes_file, split, all_takes, executor, workers, cpus_p
     if not uids:
         raise click.ClickException("no takes selected")
     fc = _fit_config(kw)
+    if gpus_per_task is None:
+        from motionkit.kernels import resolve_device
+
+        gpus_per_task = 1 if resolve_device(fc.device).type == "cuda" else 0
     bc = BatchConfig(
         executor=executor,
         workers=workers,
         cpus_per_task=cpus_per_task,
         gpus_per_task=gpus_per_task,
+        takes_per_task=takes_per_task,
         retries=retries,
         force=force,
         ray_address=ray_address,

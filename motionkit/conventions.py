@@ -12,6 +12,8 @@ Frames
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 WORLD = "egoexo4d_zup"
@@ -112,3 +114,7 @@ def fit_grid_frames(n_take_frames: int, fps: float = DEFAULT_FIT_FPS) -> np.ndar
 def nearest_take_frames(frame_pos: np.ndarray) -> np.ndarray:
     """Nearest 30 fps frame index for fit-grid positions (round half to even), ``(M,)`` int64."""
     return np.rint(frame_pos).astype(np.int64)
+
+
+# joint limits of the fit (SMPLify's angle prior): (SMPL-X joint, axis, min, max) on the local axis-angle, radians
+SMPLX_JOINT_LIMITS = ((4, 0, 0.0, math.inf), (5, 0, 0.0, math.inf), (18, 1, -math.inf, 0.0), (19, 1, 0.0, math.inf))

@@ -1,6 +1,8 @@
 """Many takes at once on an existing engine: a local process pool, Ray, or Slurm through submitit.
 
-One task per take calls ``pipeline.run_fit`` (exactly what ``motionkit fit`` runs). Results are
+One task per take calls ``pipeline.run_fit`` (exactly what ``motionkit fit`` runs); with
+``takes_per_task = K > 1`` one task fits K takes in one batched fit on its device
+(``pipeline.run_fits``), which is what keeps a GPU busy. Results are
 written atomically by the task; the driver alone appends to ``<out>/manifest.jsonl`` (one JSON line
 per attempt: take, status, error, attempt, duration, host). A take whose result file is complete,
 ``ok`` and made with the same config hash and motionkit version is skipped, so an interrupted run
@@ -23,7 +25,7 @@ from pathlib import Path
 import torch
 
 from motionkit.common.errors import DataError
-from motionkit.pipeline import PipelineConfig, is_complete, run_fit
+from motionkit.pipeline import PipelineConfig, is_complete, run_fit, run_fits
 
 EXECUTORS = ("local", "ray", "slurm")
 
@@ -33,7 +35,8 @@ class BatchConfig:
     executor: str = "local"
     workers: int = 2  # local: processes; slurm: array parallelism
     cpus_per_task: int = 1
-    gpus_per_task: int = 0
+    gpus_per_task: float = 0  # Ray accepts fractions (two tasks sharing a GPU overlap CPU stages and fits)
+    takes_per_task: int = 1
     retries: int = 0
     force: bool = False
     ray_address: str | None = None
@@ -61,6 +64,39 @@ def fit_task(root: str, take_uid: str, out_dir: str, fit_config: dict, attempt: 
     return rec
 
 
+def fit_group_task(root: str, take_uids: list[str], out_dir: str, fit_config: dict, attempt: int = 1) -> list[dict]:
+    """Run several takes with one batched fit; never raises: one manifest record per take."""
+    t0 = time.time()
+    base = {"attempt": attempt, "host": socket.gethostname(), "pid": os.getpid()}
+    try:
+        threads = int(fit_config.pop("_threads", 0) or 0)
+        if threads:
+            torch.set_num_threads(threads)
+        results = run_fits(root, take_uids, out_dir, PipelineConfig.from_dict(fit_config), plot=True)
+    except Exception as exc:  # noqa: BLE001 - the whole group failed (e.g. out of GPU memory)
+        err = f"{type(exc).__name__}: {exc}"
+        return [{"take": u, **base, "status": "failed", "error": err, "duration_s": round(time.time() - t0, 3),
+                 "group": take_uids} for u in take_uids]  # fmt: skip
+    recs = []
+    for uid, res in zip(take_uids, results, strict=True):
+        rec = {"take": uid, **base, "group": take_uids, "duration_s": round(time.time() - t0, 3)}
+        if isinstance(res, Exception):
+            rec.update(
+                status="failed", error=str(res) if isinstance(res, DataError) else f"{type(res).__name__}: {res}"
+            )
+        else:
+            rec.update(status="done", error="")
+        recs.append(rec)
+    return recs
+
+
+def _call(job: tuple) -> list[dict]:
+    """Run one job tuple (one take, or a list of takes) and return its records as a list."""
+    if isinstance(job[1], list):
+        return fit_group_task(*job)
+    return [fit_task(*job)]
+
+
 def _need(module: str):
     try:
         return __import__(module)
@@ -73,9 +109,9 @@ def _need(module: str):
 def _run_local(jobs: list[tuple], bc: BatchConfig) -> Iterator[dict]:
 
     with ProcessPoolExecutor(max_workers=bc.workers, mp_context=mp.get_context("spawn")) as ex:
-        futs = [ex.submit(fit_task, *j) for j in jobs]
+        futs = [ex.submit(_call, j) for j in jobs]
         for f in as_completed(futs):
-            yield f.result()
+            yield from f.result()
 
 
 def _run_ray(jobs: list[tuple], bc: BatchConfig) -> Iterator[dict]:
@@ -85,36 +121,38 @@ def _run_ray(jobs: list[tuple], bc: BatchConfig) -> Iterator[dict]:
             ray.init(address=bc.ray_address, log_to_driver=False)
         else:
             ray.init(num_cpus=max(bc.workers * bc.cpus_per_task, 1), include_dashboard=False, log_to_driver=False)
-    remote = ray.remote(num_cpus=bc.cpus_per_task, num_gpus=bc.gpus_per_task, max_retries=0)(fit_task)
-    pending = [remote.remote(*j) for j in jobs]
+    remote = ray.remote(num_cpus=bc.cpus_per_task, num_gpus=bc.gpus_per_task, max_retries=0)(_call)
+    pending = [remote.remote(j) for j in jobs]
     while pending:
         done, pending = ray.wait(pending, num_returns=1)
         for d in done:
-            yield ray.get(d)
+            yield from ray.get(d)
 
 
 def _run_slurm(jobs: list[tuple], bc: BatchConfig, out_dir: Path) -> Iterator[dict]:
     submitit = _need("submitit")
     folder = Path(bc.slurm_folder or out_dir / "slurm_logs") / "%j"
     ex = submitit.AutoExecutor(folder=folder, cluster="local" if bc.slurm_local else None)
-    params = {"timeout_min": bc.slurm_time_min, "cpus_per_task": bc.cpus_per_task}
+    params = {"timeout_min": bc.slurm_time_min * max(1, bc.takes_per_task), "cpus_per_task": bc.cpus_per_task}
     if not bc.slurm_local:
-        params.update(slurm_array_parallelism=bc.workers, gpus_per_node=bc.gpus_per_task)
+        params.update(slurm_array_parallelism=bc.workers)
         if bc.slurm_partition:
             params["slurm_partition"] = bc.slurm_partition
+    if not bc.slurm_local and bc.gpus_per_task:
+        params["gpus_per_node"] = int(max(1, round(bc.gpus_per_task)))
     ex.update_parameters(**params)
-    cols = list(zip(*jobs, strict=True))
-    running = ex.map_array(fit_task, *cols)
-    take_of = {id(job): j[1] for job, j in zip(running, jobs, strict=True)}
+    running = ex.map_array(_call, jobs)
+    takes_of = {id(job): j[1] if isinstance(j[1], list) else [j[1]] for job, j in zip(running, jobs, strict=True)}
     while running:
         still = []
         for job in running:
             if job.done():
                 try:
-                    yield job.result()
+                    yield from job.result()
                 except Exception as exc:  # noqa: BLE001 - the job itself died (killed, out of memory)
-                    yield {"take": take_of[id(job)], "status": "failed", "error": f"slurm job {job.job_id}: {exc}",
-                           "attempt": 0}  # fmt: skip
+                    for uid in takes_of[id(job)]:
+                        yield {"take": uid, "status": "failed", "error": f"slurm job {job.job_id}: {exc}",
+                               "attempt": 0}  # fmt: skip
             else:
                 still.append(job)
         running = still
@@ -161,7 +199,11 @@ def run_batch(root, out_dir, take_uids: list[str], fit_config: PipelineConfig, b
         cfg["_threads"] = bc.cpus_per_task
     attempt = 1
     while todo and attempt <= bc.retries + 1:
-        jobs = [(str(root), uid, str(out_dir), dict(cfg), attempt) for uid in todo]
+        K = max(1, bc.takes_per_task)
+        if K == 1:
+            jobs = [(str(root), uid, str(out_dir), dict(cfg), attempt) for uid in todo]
+        else:
+            jobs = [(str(root), todo[i : i + K], str(out_dir), dict(cfg), attempt) for i in range(0, len(todo), K)]
         if bc.executor == "local":
             stream = _run_local(jobs, bc)
         elif bc.executor == "ray":

@@ -14,6 +14,8 @@ from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 def motionkit_home(tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("motionkit_home")
     old = os.environ.get("MOTIONKIT_HOME")
+    # compiled operators are cached by source hash: keep them across test sessions (the user's cache)
+    os.environ.setdefault("MOTIONKIT_KERNELS_DIR", str(Path(old or "~/.cache/motionkit").expanduser() / "kernels"))
     os.environ["MOTIONKIT_HOME"] = str(home)
     os.environ.pop("MOTIONKIT_BODY_MODEL", None)
     yield home

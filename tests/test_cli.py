@@ -34,7 +34,30 @@ def test_synth_then_fit_json(tmp_path):
     np.testing.assert_allclose(np.diff(res["grid/time_s"]), 0.05)
     # a rerun reuses the cached stages
     r = runner.invoke(main, ["fit", "--take", take.take_uid, "--root", str(root), "--out", str(out), "--json"])
+    s2 = json.loads(r.output.strip().splitlines()[-1])
+    assert s2["reused_stages"] == s["stages"]
+    # --device auto (the default) fits on the CPU here, on the fused operators; both are recorded
+    assert (s["fit_device"], s["fit_kernels"]) == ("cpu", "fused") == (s2["fit_device"], s2["fit_kernels"])
+    assert (res.attrs["fit_device"], res.attrs["fit_kernels"]) == ("cpu", "fused")
+    # device and operators do not change what a result means: the torch path reuses the fused result
+    r = runner.invoke(main, ["fit", "--take", take.take_uid, "--root", str(root), "--out", str(out), "--json",
+                             "--kernels", "torch", "--device", "cpu"])  # fmt: skip
     assert json.loads(r.output.strip().splitlines()[-1])["reused_stages"] == s["stages"]
+
+
+def test_doctor_reports_the_operators_and_devices():
+    r = CliRunner().invoke(main, ["doctor", "--json"])
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.output.strip().splitlines()[-1])
+    assert rep["kernels"]["cpu"] is True and rep["default_device"] in ("cpu", "cuda")
+    assert set(rep["kernels"]) == {"cpu", "cuda", "error"}
+    r = CliRunner().invoke(main, ["doctor"])
+    assert r.exit_code == 0 and "fused operators: cpu yes" in r.output
+
+
+def test_kernels_option_is_validated():
+    r = CliRunner().invoke(main, ["fit", "--take", "demo", "--kernels", "cuda-magic"])
+    assert r.exit_code != 0 and "--kernels" in r.output
 
 
 def test_fit_unknown_take_fails_cleanly(tmp_path, synth_root):

@@ -120,3 +120,23 @@ def test_missing_dependency_message(monkeypatch, six_takes, tmp_path):
     root, uids = six_takes
     with pytest.raises(RuntimeError, match=r"pip install 'motionkit\[dist\]'"):
         run_batch(root, tmp_path, [uids[0]], FAST, BatchConfig(executor="ray"))
+
+
+def test_takes_per_task_fits_several_takes_in_one_batch(six_takes, tmp_path):
+    """--takes-per-task 3: two tasks of three takes, each fitted in one batch; the bad take is recorded
+    as failed in its group and the others match a one-take-per-task run."""
+    root, uids = six_takes
+    single = run_batch(root, tmp_path / "single", uids, FAST, BatchConfig(executor="local", workers=2))
+    grouped = run_batch(root, tmp_path / "grouped", uids, FAST,
+                        BatchConfig(executor="local", workers=2, takes_per_task=3))  # fmt: skip
+    _check_summary(grouped, uids)
+    recs = [r for r in _manifest(tmp_path / "grouped") if r["status"] in ("done", "failed")]
+    assert sorted(len(r["group"]) for r in recs) == [3] * 6
+    assert sorted(single["done"]) == sorted(grouped["done"])
+    for uid in grouped["done"]:
+        a = read_result(tmp_path / "grouped" / f"{uid}.h5")
+        b = read_result(tmp_path / "single" / f"{uid}.h5")
+        assert a.attrs["fit_device"] == "cpu" and a.attrs["fit_kernels"] == "fused"
+        assert a.stages == b.stages
+        d = np.linalg.norm(a["joints/coco17"] - b["joints/coco17"], axis=-1)
+        assert np.nanmedian(d) < 1e-3  # metres: the same fit, up to the fit's rounding sensitivity

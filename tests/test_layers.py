@@ -12,6 +12,7 @@ PKG = Path(__file__).resolve().parents[1] / "motionkit"
 LAYERS = (
     ("common", "conventions", "__init__"),
     ("geometry",),
+    ("kernels",),
     ("body",),
     ("data",),
     ("synthetic", "detect", "motion"),

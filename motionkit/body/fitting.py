@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,14 +19,23 @@ import torch
 from scipy.ndimage import gaussian_filter1d
 
 from motionkit.body.model import BodyModel
-from motionkit.conventions import SMPLX_PARENTS, SMPLX_TO_COCO17, TAKE_FPS, TORSO_COCO17, TORSO_SMPLX
+from motionkit.conventions import (
+    SMPLX_JOINT_LIMITS,
+    SMPLX_PARENTS,
+    SMPLX_TO_COCO17,
+    TAKE_FPS,
+    TORSO_COCO17,
+    TORSO_SMPLX,
+)
 from motionkit.geometry.fisheye import kb3_project_torch, theta_max_np
 from motionkit.geometry.interpolation import blend_bracket, fill_gaps_bracket, lerp, slerp_rotmat, slerp_rotvec
 from motionkit.geometry.procrustes import procrustes
+from motionkit.kernels import loader as kernel_loader
+from motionkit.kernels import ops as kernel_ops
 
+KERNEL_CHOICES = ("auto", "torch", "fused")
 FACE_KEYPOINTS = ("nose", "right_eye", "left_eye", "right_ear", "left_ear")
-# joint limits (SMPLify's angle prior): (SMPL-X joint, axis, min, max) on the local axis-angle
-JOINT_LIMITS = ((4, 0, 0.0, math.inf), (5, 0, 0.0, math.inf), (18, 1, -math.inf, 0.0), (19, 1, 0.0, math.inf))
+JOINT_LIMITS = SMPLX_JOINT_LIMITS
 # COCO limbs used for the shape initialisation: (COCO a, COCO b, SMPL-X a, SMPL-X b)
 SHAPE_LIMBS = (
     (5, 7, 16, 18),
@@ -49,6 +59,9 @@ class BodyFitConfig:
 
     iters: tuple[int, int, int] = (100, 200, 150)  # stages A, B, C (Adam)
     lr: float = 0.02
+    lr_final: float = 0.02  # each stage ends at this fraction of lr (half cosine) ...
+    lr_decay_from: float = 0.3  # ... starting at this fraction of its iterations (converged ends: fits
+    # that differ by float rounding agree to ~0.5 mm instead of ~2 mm, and are as accurate or better)
     sigma_px: float = 100.0
     w_rep: float = 1.0
     w_3d: tuple[float, float] = (0.1, 0.01)  # stages A-B, C
@@ -64,7 +77,13 @@ class BodyFitConfig:
     window: int = 600
     overlap: int = 40
     max_gap_s: float = 0.5
-    device: str = "cpu"
+    device: str = "cpu"  # torch device, or "auto" (CUDA when available)
+    kernels: str = "auto"  # "torch" (reference), "fused" (csrc/ operators) or "auto" (fused when built)
+    cuda_graphs: bool = True  # on CUDA with fused kernels, replay each stage's Adam iteration as a CUDA graph
+
+    def __post_init__(self) -> None:
+        if self.kernels not in KERNEL_CHOICES:
+            raise ValueError(f"kernels must be one of {KERNEL_CHOICES}, not {self.kernels!r}")
 
 
 FitConfig = BodyFitConfig  # the name used before 0.2; kept working
@@ -126,17 +145,53 @@ def reprojection_loss(joints_world, R_cw, t_cw, params, obs_px, weight, sigma, t
     return (w * gmof(r2, sigma)).sum((-1, -2, -3)) / w.sum((-1, -2, -3)).clamp_min(1e-6)
 
 
-def limit_loss(body_pose_rotvec: torch.Tensor) -> torch.Tensor:
-    """Squared hinge on forbidden local rotations (``JOINT_LIMITS``): ``(..., 21, 3)`` axis-angle ->
-    ``(...)`` per frame."""
+def limit_loss(body_pose_rotvec: torch.Tensor, limits=JOINT_LIMITS) -> torch.Tensor:
+    """Squared hinge on forbidden local rotations (``limits``: ``(SMPL-X joint, axis, min, max)``):
+    ``(..., 21, 3)`` axis-angle -> ``(...)`` per frame."""
     loss = body_pose_rotvec.new_zeros(body_pose_rotvec.shape[:-2])
-    for j, axis, lo, hi in JOINT_LIMITS:
+    for j, axis, lo, hi in limits:
         a = body_pose_rotvec[..., j - 1, axis]
         if math.isfinite(lo):
             loss = loss + torch.relu(lo - a).pow(2)
         if math.isfinite(hi):
             loss = loss + torch.relu(a - hi).pow(2)
     return loss
+
+
+PRIOR_TERMS = ("3d", "smooth", "orient", "pose", "limits")
+
+
+def prior_terms(J, coco, tri, tri_w, fm, fps, rot6d, rv, sigma_3d: float, limits=JOINT_LIMITS, n_acc: int = 55):
+    """The objective's terms besides the reprojection, unweighted, per problem: ``(P, 5)`` in the order
+    of ``PRIOR_TERMS`` (torch reference of ``motionkit.kernels.ops.prior_terms``). Each is a masked mean
+    ``sum w x / max(sum w, 1)``:
+
+    * ``3d``: ``GMoF(|J[..., coco, :] - tri|^2; sigma_3d)`` with weights ``tri_w (P, M, C)``;
+    * ``smooth``: mean squared acceleration (m/s^2) of the first ``n_acc`` joints, weight ``fm`` of the
+      three frames (``fps (P,)``);
+    * ``orient``: squared change of the 6D global orientation ``rot6d[:, :, 0]`` between frames
+      (``rot6d (P, M, R, 3, 2)``: joint 0 is the root);
+    * ``pose``: squared angle of the local rotations ``rv (P, M, 21, 3)``; ``limits``: ``limit_loss``.
+
+    ``J (P, M, Jn, 3)`` metres; ``coco (C,)`` int64; ``tri (P, M, C, 3)``; ``fm (P, M)`` 1 for real frames.
+    """
+
+    def masked_mean(x, w):
+        return (x * w).sum(tuple(range(1, x.dim()))) / w.sum(tuple(range(1, w.dim()))).clamp_min(1)
+
+    zero = J.new_zeros(J.shape[0])
+    d2 = ((J[:, :, coco] - tri) ** 2).sum(-1)
+    t3d = masked_mean(gmof(d2, sigma_3d), tri_w)
+    smooth = orient = zero
+    if J.shape[1] >= 3:
+        acc = (J[:, 2:, :n_acc] - 2 * J[:, 1:-1, :n_acc] + J[:, :-2, :n_acc]) * (fps**2)[:, None, None, None]
+        smooth = masked_mean((acc**2).sum(-1).mean(-1), fm[:, 2:] * fm[:, 1:-1] * fm[:, :-2])
+    if J.shape[1] >= 2:
+        go6 = rot6d[:, :, 0]
+        orient = masked_mean(((go6[:, 1:] - go6[:, :-1]) ** 2).sum((-1, -2)), fm[:, 1:] * fm[:, :-1])
+    pose = masked_mean((rv**2).sum((-1, -2)), fm)
+    lim = masked_mean(limit_loss(rv, limits), fm)
+    return torch.stack([t3d, smooth, orient, pose, lim], -1)
 
 
 # ------------------------------------------------------------------------------------------------ initialisation
@@ -185,31 +240,47 @@ def smooth_in_time(x: np.ndarray, sigma_frames: float, min_support: float = 0.3)
     return np.where(den >= min_support, num / np.maximum(den, 1e-12), np.nan)
 
 
-def init_shape(body: BodyModel, tri: np.ndarray, iters: int = 200) -> np.ndarray:
-    """Betas whose limb lengths match the take's median triangulated limb lengths."""
-    target, pairs = [], []
-    for ca, cb, sa, sb in SHAPE_LIMBS:
-        d = np.linalg.norm(tri[:, ca] - tri[:, cb], axis=-1)
-        d = d[np.isfinite(d)]
-        if len(d) >= 5:
-            target.append(np.median(d))
-            pairs.append((sa, sb))
-    if len(pairs) < 4:
-        return np.zeros(10)
-    dt = body.J_template.dtype
-    tgt = torch.as_tensor(target, dtype=dt)
-    a = torch.as_tensor([p[0] for p in pairs])
-    b = torch.as_tensor([p[1] for p in pairs])
-    betas = torch.zeros(10, dtype=dt, requires_grad=True)
+def init_shapes(body: BodyModel, tris: list[np.ndarray], iters: int = 200) -> list[np.ndarray]:
+    """Betas ``(10,)`` per problem whose limb lengths match the median triangulated limb lengths of
+    ``tris[p] (M_p, 17, 3)``; all problems in one Adam optimisation (their losses are independent).
+    A problem with fewer than 4 measurable limbs (5 frames or more) keeps the mean shape."""
+    target = np.zeros((len(tris), len(SHAPE_LIMBS)))
+    ok = np.zeros((len(tris), len(SHAPE_LIMBS)), dtype=bool)
+    for p, tri in enumerate(tris):
+        for k, (ca, cb, _, _) in enumerate(SHAPE_LIMBS):
+            d = np.linalg.norm(tri[:, ca] - tri[:, cb], axis=-1)
+            d = d[np.isfinite(d)]
+            if len(d) >= 5:
+                target[p, k], ok[p, k] = np.median(d), True
+    ok &= ok.sum(1, keepdims=True) >= 4
+    solve = ok.any(1)
+    out = np.zeros((len(tris), 10))
+    if not solve.any():
+        return list(out)
+    # float64: the result of a problem must not depend on what else is in the batch (rounding of batched
+    # float32 products would differ at 1e-7, which the fit can amplify)
+    dt, dev = torch.float64, body.J_template.device
+    tgt = torch.as_tensor(target[solve], dtype=dt, device=dev)
+    mask = torch.as_tensor(ok[solve], dtype=dt, device=dev)
+    a = torch.as_tensor([limb[2] for limb in SHAPE_LIMBS], device=dev)
+    b = torch.as_tensor([limb[3] for limb in SHAPE_LIMBS], device=dev)
+    betas = torch.zeros(int(solve.sum()), 10, dtype=dt, device=dev, requires_grad=True)
     opt = torch.optim.Adam([betas], lr=0.05)
     for _ in range(iters):
         J = body.rest_joints(betas)
-        ln = (J[a] - J[b]).norm(dim=-1)
-        loss = ((ln - tgt) ** 2).mean() * 100 + 1e-3 * (betas**2).mean()
+        ln = (J[:, a] - J[:, b]).norm(dim=-1)
+        limb_err = (((ln - tgt) ** 2) * mask).sum(1) / mask.sum(1)
+        loss = (limb_err * 100 + 1e-3 * (betas**2).mean(1)).sum()
         opt.zero_grad()
         loss.backward()
         opt.step()
-    return betas.detach().cpu().numpy().astype(np.float64)
+    out[solve] = betas.detach().cpu().double().numpy()
+    return list(out)
+
+
+def init_shape(body: BodyModel, tri: np.ndarray, iters: int = 200) -> np.ndarray:
+    """Betas of one take (``init_shapes`` of one problem)."""
+    return init_shapes(body, [tri], iters)[0]
 
 
 def init_pose(body: BodyModel, betas: np.ndarray, tri: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -251,6 +322,97 @@ def init_pose(body: BodyModel, betas: np.ndarray, tri: np.ndarray) -> tuple[np.n
 
 
 # ------------------------------------------------------------------------------------------------ the fit
+def use_fused_kernels(kernels: str, device: torch.device) -> bool:
+    """Whether the fit runs on the fused operators: never for ``"torch"``; for ``"auto"`` where they are
+    built for ``device``; ``"fused"`` insists (``RuntimeError`` naming why they are missing)."""
+    if kernels == "torch":
+        return False
+    ok = kernel_loader.available(device)
+    if kernels == "fused" and not ok:
+        why = kernel_loader.status(load=False)["error"] or f"no fused operators for {device.type}"
+        raise RuntimeError(f"kernels='fused' requested but {why}; use kernels='torch' or 'auto'")
+    return ok
+
+
+def adam(params: list[torch.Tensor], lr: float, capturable: bool = False) -> torch.optim.Adam:
+    """Adam with its fused single-kernel update where torch offers it for these tensors (one operator
+    per step instead of about ten per parameter), else the per-tensor loop."""
+    if capturable:  # a CUDA graph reads the learning rate from device memory: a tensor updated in place
+        lr = torch.tensor(lr, dtype=torch.float32, device=params[0].device)
+    try:
+        return torch.optim.Adam(params, lr=lr, fused=True, capturable=capturable)
+    except (RuntimeError, ValueError):
+        return torch.optim.Adam(params, lr=lr, capturable=capturable)
+
+
+CUDA_GRAPH_WARMUP = 3
+
+
+def lr_schedule(lr: float, n_it: int, final: float, decay_from: float):
+    """Learning rate of iteration ``i`` (0-based) of ``n_it``: ``lr`` up to ``decay_from * n_it``, then a
+    half cosine down to ``final * lr`` at the last iteration, so that each stage ends converged."""
+    start = int(decay_from * n_it)
+
+    def at(i: int) -> float:
+        if i < start or n_it - 1 <= start:
+            return lr
+        x = (i - start) / (n_it - 1 - start)
+        return lr * (final + (1 - final) * 0.5 * (1 + math.cos(math.pi * x)))
+
+    return at
+
+
+def _set_lr(opt: torch.optim.Optimizer, value: float) -> None:
+    for group in opt.param_groups:
+        if isinstance(group["lr"], torch.Tensor):  # CUDA graphs read it from device memory
+            group["lr"].fill_(value)
+        else:
+            group["lr"] = value
+
+
+def run_iterations(step, n_it: int, graphs: bool, opt: torch.optim.Optimizer, progress=None, lr_at=None):
+    """Call ``step()`` (one Adam iteration returning its loss terms) ``n_it`` times, setting the learning
+    rate ``lr_at(i)`` before iteration ``i`` (if given). With ``graphs``
+    (CUDA), a few warm-up iterations run eagerly on a side stream, the next is captured as a CUDA graph
+    and replayed for the rest: one launch per iteration instead of hundreds. Falls back to eager
+    iterations (with a warning) if the capture fails."""
+    done, terms = 0, None
+    if graphs and n_it > CUDA_GRAPH_WARMUP + 1:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(CUDA_GRAPH_WARMUP):
+                if lr_at is not None:
+                    _set_lr(opt, lr_at(done))
+                terms = step()
+                done += 1
+                if progress is not None:
+                    progress(1)
+        torch.cuda.current_stream().wait_stream(side)
+        try:
+            graph = torch.cuda.CUDAGraph()
+            opt.zero_grad(set_to_none=True)
+            with torch.cuda.graph(graph):
+                terms = step()
+        except RuntimeError as exc:  # pragma: no cover - needs a GPU
+            warnings.warn(f"motionkit: CUDA graph capture failed ({exc}); iterating eagerly", stacklevel=2)
+        else:
+            for i in range(done, n_it):
+                if lr_at is not None:
+                    _set_lr(opt, lr_at(i))
+                graph.replay()
+                if progress is not None:
+                    progress(1)
+            return terms
+    for i in range(done, n_it):
+        if lr_at is not None:
+            _set_lr(opt, lr_at(i))
+        terms = step()
+        if progress is not None:
+            progress(1)
+    return terms
+
+
 def _obs_interp(fps: float, obs_frame: np.ndarray, M: int, t0_s: float = 0.0):
     """Observation time k/30 between fit grid frames ``t0 + m / fps``: indices ``(m0, m1)`` and weight ``w``."""
     pos = (np.asarray(obs_frame, dtype=np.float64) / TAKE_FPS - t0_s) * fps
@@ -285,7 +447,8 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
     limb lengths and optimised in stage C. ``progress``: optional callable(int), once per iteration.
     """
     cfg = cfg or BodyFitConfig()
-    dev = torch.device(cfg.device)
+    dev = kernel_loader.resolve_device(cfg.device)
+    fused = use_fused_kernels(cfg.kernels, dev)
     dt = torch.float32
     P = len(inputs)
     Ms = [len(x.keypoints) for x in inputs]
@@ -295,7 +458,7 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
     # frames): smooth them in time before they initialise the pose and enter the 3D term
     inputs = [dataclasses.replace(x, tri=smooth_in_time(x.tri, cfg.tri_smooth_s * x.fps)) for x in inputs]
     fixed_betas = betas is not None
-    b0 = [init_shape(body, x.tri) for x in inputs] if betas is None else [np.asarray(b, np.float64) for b in betas]
+    b0 = init_shapes(body, [x.tri for x in inputs]) if betas is None else [np.asarray(b, np.float64) for b in betas]
     inits = [init_pose(body, b, x.tri) for b, x in zip(b0, inputs, strict=True)]
 
     def T(x):
@@ -322,9 +485,14 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
     m0 = torch.as_tensor(np.stack([_pad(a[0], M) for a in interp]), device=dev)
     m1 = torch.as_tensor(np.stack([_pad(a[1], M) for a in interp]), device=dev)
     wj = T(np.stack([_pad(a[2], M) for a in interp]))[..., None, None]
+    wj0 = 1 - wj
     fps = torch.as_tensor([x.fps for x in inputs], dtype=dt, device=dev)
-    go = T(np.stack([_pad(r[0], M) for r in inits])[..., :, :2]).clone().requires_grad_(True)  # 6D (two columns)
-    pose = T(np.stack([_pad(r[1], M) for r in inits])[..., :, :2]).clone().requires_grad_(True)
+    # one leaf for the 6D rotations (first two columns) of the root and the 21 body joints: (P, M, 22, 3, 2)
+    R0 = np.concatenate(
+        [np.stack([_pad(r[0], M) for r in inits])[:, :, None], np.stack([_pad(r[1], M) for r in inits])], 2
+    )
+    rot = T(R0[..., :2]).clone().requires_grad_(True)
+    go, pose = rot[:, :, 0], rot[:, :, 1:]  # views
     transl = T(np.stack([_pad(r[2], M) for r in inits])).clone().requires_grad_(True)
     betas_t = T(np.stack(b0)).clone().requires_grad_(not fixed_betas)
     kp, wt = T(kp), T(wt)
@@ -332,65 +500,84 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
     coco = torch.as_tensor(SMPLX_TO_COCO17, device=dev)
     torso = torch.as_tensor(TORSO_COCO17, device=dev)
     pidx = torch.arange(P, device=dev)[:, None]
+    R_cw, t_cw = Tcw[..., :3, :3].contiguous(), Tcw[..., :3, 3].contiguous()
+    model = body.kernel_tensors()
+    n_betas = betas_t.shape[-1]
 
-    def forward():
-        Rg = roma.special_gramschmidt(go)
-        Rp = roma.special_gramschmidt(pose)
-        return body(betas_t[:, None].expand(P, M, 10), Rg, Rp, transl), Rg, Rp
-
-    def masked_mean(x, w):  # per problem
-        return (x * w).sum(tuple(range(1, x.dim()))) / w.sum(tuple(range(1, w.dim()))).clamp_min(1)
-
-    def losses(stage: int):
-        J, Rg, Rp = forward()
-        Jc = J[..., coco, :]
-        out = {}
-        if stage >= 1:
-            Jo = (1 - wj) * Jc[pidx, m0] + wj * Jc[pidx, m1]  # model joints at each observation's exact time
-            out["rep"] = cfg.w_rep * reprojection_loss(
-                Jo, Tcw[..., :3, :3], Tcw[..., :3, 3], params, kp, wt, cfg.sigma_px, tmax
+    def forward():  # (P, M, 55 + K, 3) posed joints and landmarks
+        if fused:
+            return kernel_ops.body_joints(rot.view(P * M, 22, 3, 2), betas_t, transl.view(P * M, 3), model).view(
+                P, M, -1, 3
             )
-        sel = slice(None) if stage >= 1 else torso
-        d2 = ((Jc[:, :, sel] - tri[:, :, sel]) ** 2).sum(-1)
-        w3 = cfg.w_3d[0] if stage < 2 else cfg.w_3d[1]
-        out["3d"] = w3 * masked_mean(gmof(d2, cfg.sigma_3d_m), tri_w[:, :, sel])
+        return body(betas_t[:, None].expand(P, M, n_betas), roma.special_gramschmidt(go),
+                    roma.special_gramschmidt(pose), transl)  # fmt: skip
+
+    def pose_rotvec():  # (P, M, 21, 3) local body-joint rotations as rotation vectors
+        if fused:
+            return kernel_ops.rot6d_to_rotvec(rot)[:, :, 1:]
+        return roma.rotmat_to_rotvec(roma.special_gramschmidt(pose))
+
+    def reprojection(Jo):
+        if fused:
+            return kernel_ops.robust_reprojection(Jo, R_cw, t_cw, params, tmax, kp, wt, cfg.sigma_px)
+        return reprojection_loss(Jo, R_cw, t_cw, params, kp, wt, cfg.sigma_px, tmax)
+
+    terms_names = ("rep",) + PRIOR_TERMS + ("shape",)
+    torso_mask = torch.zeros(len(SMPLX_TO_COCO17), dtype=dt, device=dev)
+    torso_mask[torso] = 1
+
+    def stage_weights(stage: int) -> torch.Tensor:  # (7,) weight of each term in this stage
+        w = dict.fromkeys(terms_names, 0.0)
+        w["3d"] = cfg.w_3d[0] if stage < 2 else cfg.w_3d[1]
         if M >= 3:
-            acc = (J[:, 2:, :55] - 2 * J[:, 1:-1, :55] + J[:, :-2, :55]) * (fps**2)[:, None, None, None]
-            w_acc = fm[:, 2:] * fm[:, 1:-1] * fm[:, :-2]
-            out["smooth"] = cfg.w_smooth * masked_mean((acc**2).sum(-1).mean(-1), w_acc)
-            out["orient"] = cfg.w_orient_smooth * masked_mean(
-                ((go[:, 1:] - go[:, :-1]) ** 2).sum((-1, -2)), fm[:, 1:] * fm[:, :-1]
-            )
+            w["smooth"], w["orient"] = cfg.w_smooth, cfg.w_orient_smooth
         if stage >= 1:
-            rv = roma.rotmat_to_rotvec(Rp)
-            out["pose"] = cfg.w_pose * masked_mean((rv**2).sum((-1, -2)), fm)
-            out["limits"] = cfg.w_limits * masked_mean(limit_loss(rv), fm)
+            w["rep"], w["pose"], w["limits"] = cfg.w_rep, cfg.w_pose, cfg.w_limits
         if stage >= 2 and not fixed_betas:
-            out["shape"] = cfg.w_shape * (betas_t**2).sum(-1)
-        return out  # every term is (P,)
+            w["shape"] = cfg.w_shape
+        return torch.tensor([w[n] for n in terms_names], dtype=dt, device=dev)
 
-    def body_projection():  # (P, M, V, 17, 2) the current body's COCO joints in every view
-        J, Rg, Rp = forward()
+    def objective(stage: int, tri_w_stage: torch.Tensor) -> torch.Tensor:  # (P, 7) unweighted terms
+        J = forward()
+        if stage >= 1:
+            Jc = J[..., coco, :]
+            rep = reprojection(wj0 * Jc[pidx, m0] + wj * Jc[pidx, m1])  # joints at each observation's time
+        else:
+            rep = J.new_zeros(P)
+        prior = kernel_ops.prior_terms if fused else prior_terms
+        pri = prior(J, coco, tri, tri_w_stage, fm, fps, rot, pose_rotvec(), cfg.sigma_3d_m)
+        return torch.cat([rep[:, None], pri, (betas_t**2).sum(-1)[:, None]], 1)
+
+    def body_projection():  # (P, M, V, 17, 2) the current body's COCO joints in every view, and the joints
+        J = forward()
         Jc = J[..., coco, :]
-        Jo = (1 - wj) * Jc[pidx, m0] + wj * Jc[pidx, m1]
-        pc = torch.einsum("pvij,pmkj->pmvki", Tcw[..., :3, :3], Jo) + Tcw[:, None, :, None, :3, 3]
-        return kb3_project_torch(pc, params[:, None, :, None, :]), J, Rg, Rp
+        Jo = wj0 * Jc[pidx, m0] + wj * Jc[pidx, m1]
+        pc = torch.einsum("pvij,pmkj->pmvki", R_cw, Jo) + t_cw[:, None, :, None]
+        return kb3_project_torch(pc, params[:, None, :, None, :]), J
 
     def run(stage: int, vars_: list, n_it: int) -> dict:
-        opt = torch.optim.Adam(vars_, lr=cfg.lr)
-        terms = {}
-        for _ in range(n_it):
-            terms = losses(stage)
-            loss = sum(t.sum() for t in terms.values())
-            opt.zero_grad()
-            loss.backward()
+        graphs = fused and cfg.cuda_graphs and dev.type == "cuda"
+        opt = adam(vars_, cfg.lr, capturable=graphs)
+        weights = stage_weights(stage)
+        tri_w_stage = tri_w if stage >= 1 else tri_w * torso_mask  # stage A: the torso only
+
+        def step() -> torch.Tensor:
+            terms = objective(stage, tri_w_stage)
+            opt.zero_grad(set_to_none=True)
+            (terms * weights).sum().backward()
+            if stage == 0:  # stage A moves the root only: the body joints' rotations get no update
+                rot.grad[:, :, 1:] = 0
             opt.step()
-            if progress is not None:
-                progress(1)
-        return {k: v.detach().cpu().numpy() for k, v in terms.items()}
+            return terms
+
+        lr_at = lr_schedule(cfg.lr, n_it, cfg.lr_final, cfg.lr_decay_from)
+        terms = run_iterations(step, n_it, graphs, opt, progress, lr_at)
+        weighted = (terms.detach() * weights).cpu().numpy()
+        w = weights.cpu().numpy()
+        return {name: weighted[:, i] for i, name in enumerate(terms_names) if w[i] != 0}
 
     history = {}
-    stages = ((0, [go, transl]), (1, [go, transl, pose]), (2, [go, transl, pose] + ([] if fixed_betas else [betas_t])))
+    stages = ((0, [rot, transl]), (1, [rot, transl]), (2, [rot, transl] + ([] if fixed_betas else [betas_t])))
     for (stage, vars_), n_it in zip(stages, cfg.iters, strict=True):
         if n_it:
             history[f"stage_{'ABC'[stage]}"] = run(stage, vars_, n_it)
@@ -404,12 +591,12 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
         history["second_pass"] = run(2, stages[2][1], cfg.second_pass_iters)
 
     with torch.no_grad():
-        uv, J, Rg, Rp = body_projection()
+        uv, J = body_projection()
         e = ((uv - kp) ** 2).sum(-1).sqrt()
         used = wt > 0
         reproj = torch.where(used.any(-1), (torch.where(used, e, 0).sum(-1) / used.sum(-1).clamp_min(1)), float("nan"))
-        go_rv = roma.rotmat_to_rotvec(Rg).cpu().double().numpy()
-        bp_rv = roma.rotmat_to_rotvec(Rp).cpu().double().numpy()
+        go_rv = roma.rotmat_to_rotvec(roma.special_gramschmidt(go)).cpu().double().numpy()
+        bp_rv = roma.rotmat_to_rotvec(roma.special_gramschmidt(pose)).cpu().double().numpy()
         wt_np = wt.cpu().double().numpy()
     outs = []
     for k, (x, m) in enumerate(zip(inputs, Ms, strict=True)):
@@ -439,19 +626,46 @@ def _slice_inputs(inp: FitInputs, start: int, stop: int, step: int = 1) -> FitIn
 def fit_take(body: BodyModel, inp: FitInputs, cfg: BodyFitConfig | None = None, progress=None) -> FitOutput:
     """Fit a whole take: one window, or (longer than ``cfg.window`` frames) the shape first on every
     10th frame, then overlapping windows with that shape frozen, cross-faded in the overlaps
-    (linear for translation and joints, SLERP for rotations)."""
-    cfg = cfg or BodyFitConfig()
-    M = len(inp.keypoints)
-    if M <= cfg.window:
-        return fit_sequence(body, inp, cfg, progress=progress)
-    betas = fit_sequence(body, _slice_inputs(inp, 0, M, 10), cfg).betas  # the shape, once, on every 10th frame
-    starts = list(range(0, M - cfg.overlap, cfg.window - cfg.overlap))
-    parts = []
-    for s in starts:
+    (linear for translation and joints, SLERP for rotations). See ``fit_takes``."""
+    return fit_takes(body, [inp], cfg, progress)[0]
+
+
+def _windows(M: int, cfg: BodyFitConfig) -> list[tuple[int, int]]:
+    """``(start, stop)`` grid frames of the overlapping windows of a take of ``M > cfg.window`` frames."""
+    out = []
+    for s in range(0, M - cfg.overlap, cfg.window - cfg.overlap):
         e = min(s + cfg.window, M)
-        parts.append((s, e, fit_sequence(body, _slice_inputs(inp, s, e), cfg, betas=betas, progress=progress)))
+        out.append((s, e))
         if e == M:
             break
+    return out
+
+
+def fit_takes(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | None = None,
+              progress=None) -> list[FitOutput]:  # fmt: skip
+    """Fit several takes on one device with at most two ``fit_batch`` calls: first every short take
+    (``<= cfg.window`` frames) together with the shape problems of the long ones (every 10th frame),
+    then all windows of all long takes with their shapes frozen. Each take's result equals fitting it
+    alone with ``fit_take`` (the problems of a batch are independent)."""
+    cfg = cfg or BodyFitConfig()
+    long_ = [k for k, x in enumerate(inputs) if len(x.keypoints) > cfg.window]
+    first = [x if k not in long_ else _slice_inputs(x, 0, len(x.keypoints), 10) for k, x in enumerate(inputs)]
+    outs = fit_batch(body, first, cfg, progress=progress)
+    if not long_:
+        return outs
+    jobs = [(k, s, e) for k in long_ for s, e in _windows(len(inputs[k].keypoints), cfg)]
+    parts = fit_batch(body, [_slice_inputs(inputs[k], s, e) for k, s, e in jobs], cfg,
+                      betas=[outs[k].betas for k, _, _ in jobs], progress=progress)  # fmt: skip
+    for k in long_:
+        mine = [(s, e, p) for (j, s, e), p in zip(jobs, parts, strict=True) if j == k]
+        outs[k] = _stitch(inputs[k], mine, outs[k].betas, cfg)
+    return outs
+
+
+def _stitch(inp: FitInputs, parts: list[tuple[int, int, FitOutput]], betas: np.ndarray,
+            cfg: BodyFitConfig) -> FitOutput:  # fmt: skip
+    """One take's output from its window fits ``(start, stop, output)``, cross-faded in the overlaps."""
+    M = len(inp.keypoints)
     last = parts[0][2]
     go, bp, tr = (np.zeros((M, *x.shape[1:])) for x in (last.global_orient, last.body_pose, last.transl))
     J = np.zeros((M, *last.joints.shape[1:]))

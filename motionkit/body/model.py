@@ -56,6 +56,7 @@ class BodyModel(torch.nn.Module):
         self.register_buffer("kp_posedirs", t(model.posedirs[vid].reshape(len(vid) * 3, 486).T))  # (486, K*3)
         self.register_buffer("kp_weights", t(model.weights[vid]))  # (K, 55)
         self.parents = model.parents.copy()
+        self.register_buffer("_parents", torch.as_tensor(self.parents, dtype=torch.int64), persistent=False)
         # forward kinematics level by level: (joints, their parents) per depth, as index buffers that
         # follow the module to its device
         for d, lv in enumerate(_depth_levels(self.parents)):
@@ -71,9 +72,16 @@ class BodyModel(torch.nn.Module):
     def num_outputs(self) -> int:
         return SMPLX_NUM_JOINTS + len(self.vertex_keypoint_names)
 
+    def kernel_tensors(self) -> dict[str, torch.Tensor]:
+        """The buffers the fused operator ``motionkit.kernels.ops.body_joints`` reads (on this module's
+        device and dtype): templates, shape and pose blend shapes, skinning weights and ``parents``."""
+        names = ("J_template", "J_shapedirs", "kp_template", "kp_shapedirs", "kp_posedirs", "kp_weights")
+        return {**{n: getattr(self, n) for n in names}, "parents": self._parents}
+
     def rest_joints(self, betas: torch.Tensor) -> torch.Tensor:
-        """``betas (..., 10)`` -> rest-pose joints ``(..., 55, 3)``."""
-        return self.J_template + torch.einsum("jcb,...b->...jc", self.J_shapedirs, betas)
+        """``betas (..., 10)`` -> rest-pose joints ``(..., 55, 3)``, in the dtype of ``betas``."""
+        dt = betas.dtype
+        return self.J_template.to(dt) + torch.einsum("jcb,...b->...jc", self.J_shapedirs.to(dt), betas)
 
     def forward(
         self,

@@ -7,6 +7,10 @@ from dataclasses import asdict, dataclass
 from motionkit.conventions import DEFAULT_FIT_FPS
 
 ASSOCIATION_MODES = ("soma", "cylinder", "soma+cylinder")
+KERNEL_MODES = ("auto", "torch", "fused")
+# options that decide where and how the fit runs, not what it computes: left out of the config hash, so
+# that a result fitted on a GPU is reused on a CPU and the other way round
+EXECUTION_OPTIONS = ("device", "kernels")
 
 
 @dataclass
@@ -15,7 +19,8 @@ class PipelineConfig:
 
     ``fps``: fit grid rate; ``timesync_offset``: take frame ``i`` -> timesync row
     ``start + offset + i``; ``body_model``: SMPL-X file or folder (None: the synthetic model);
-    ``device``: torch device of the fit; ``detector``: ``auto`` | ``observations`` | ``annotation`` |
+    ``device``: torch device of the fit (``auto``: CUDA when available); ``kernels``: ``auto`` |
+    ``torch`` | ``fused`` (docs/kernels.md); ``detector``: ``auto`` | ``observations`` | ``annotation`` |
     ``rfdetr`` and the RF-DETR options; ``fit_iters``: Adam iterations of fitting stages A, B, C;
     ``association``: the wearer rule (docs/pipeline.md, "associate").
     """
@@ -23,7 +28,8 @@ class PipelineConfig:
     fps: float = DEFAULT_FIT_FPS
     timesync_offset: int = 1
     body_model: str | None = None
-    device: str = "cpu"
+    device: str = "auto"
+    kernels: str = "auto"
     detector: str = "auto"  # auto | observations | annotation | rfdetr
     detector_variant: str = "nano"
     detector_weights: str | None = None
@@ -36,9 +42,16 @@ class PipelineConfig:
     def __post_init__(self) -> None:
         if self.association not in ASSOCIATION_MODES:
             raise ValueError(f"association must be one of {', '.join(ASSOCIATION_MODES)}; got {self.association!r}")
+        if self.kernels not in KERNEL_MODES:
+            raise ValueError(f"kernels must be one of {', '.join(KERNEL_MODES)}; got {self.kernels!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def result_dict(self) -> dict:
+        """The options that change results (``to_dict`` without ``EXECUTION_OPTIONS``): what the config
+        hash covers."""
+        return {k: v for k, v in asdict(self).items() if k not in EXECUTION_OPTIONS}
 
     @classmethod
     def from_dict(cls, d: dict) -> PipelineConfig:

@@ -3,22 +3,26 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from motionkit import __version__
+from motionkit.body.fitting import FitOutput, fit_takes
 from motionkit.body.model_file import load_model_file
 from motionkit.common.errors import DataError
 from motionkit.data.aria import DEFAULT_CPF_SOURCE
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.store import TakeResult, config_hash, provenance, read_result, result_path, write_result
 from motionkit.pipeline.config import PipelineConfig
-from motionkit.pipeline.stages import STAGES, StageContext
+from motionkit.pipeline.stages import STAGES, StageContext, fit_progress_total, prepare_fit
 from motionkit.viz import plot_fit_views, plot_topdown
 
 SYNTHETIC_BODY_ON_REAL_DATA = (
@@ -41,7 +45,7 @@ def reusable_result(path: Path, config: PipelineConfig) -> TakeResult | None:
         return None
     same = (
         prev.attrs.get("status") == "ok"
-        and prev.attrs.get("config_hash") == config_hash(config.to_dict())
+        and prev.attrs.get("config_hash") == config_hash(config.result_dict())
         and prev.attrs.get("motionkit_version") == __version__
     )
     return prev if same else None
@@ -75,6 +79,8 @@ class FitOutcome:
             "frames": int(len(r["grid/time_s"])) if "grid/time_s" in r.arrays else 0,
             "fps": r.fps if "grid" in r.group_attrs else None,
             "body_model": r.body_model,
+            "fit_device": r.attrs.get("fit_device"),
+            "fit_kernels": r.attrs.get("fit_kernels"),
             "seconds_per_stage": {k: round(v, 3) for k, v in self.timings.items()},
             "coverage": float(np.mean(r["valid"])) if "valid" in r.arrays else None,
             "reprojection_px": float(np.nanmedian(r["reprojection/px"])) if "reprojection/px" in r.arrays else None,
@@ -95,6 +101,7 @@ def run_fit(
     progress: bool = True,
     log: Callable[[str], None] | None = None,
     plot: bool = True,
+    prefit: FitOutput | None = None,
 ) -> FitOutcome:
     """Run the stages for one take and write ``<out_dir>/<take_uid>.h5``.
 
@@ -109,7 +116,7 @@ def run_fit(
     take = ds.take(take_id)
     take.timesync_offset = config.timesync_offset
     path = result_path(out_dir, take.uid)
-    cfg = config.to_dict()
+    cfg = config.result_dict()
     body = load_model_file(config.body_model)
     result = TakeResult(
         provenance(
@@ -131,6 +138,8 @@ def run_fit(
     if until is not None:
         names = names[: names.index(until) + 1]
     ctx = StageContext(take, config, result, info={"out_dir": str(out_dir), "progress": progress})
+    if prefit is not None:  # the fit stage stores this output (of a batched fit) instead of fitting
+        ctx.info["prefit"] = prefit
     timings: dict[str, float] = {}
     reused: list[str] = []
     done: list[str] = []
@@ -143,6 +152,10 @@ def run_fit(
                 result.arrays.update({k: v for k, v in previous.arrays.items() if k == g or k.startswith(g + "/")})
                 if g in previous.group_attrs:
                     result.group_attrs[g] = dict(previous.group_attrs[g])
+            if name == "fit":
+                for k in ("fit_device", "fit_kernels"):
+                    if k in previous.attrs:
+                        result.attrs[k] = previous.attrs[k]
             reused.append(name)
             say(f"[{name}] reused from {path.name}")
         else:
@@ -166,3 +179,49 @@ def run_fit(
             str(plot_topdown(result, path.with_suffix(".topdown.png"))),
         ]
     return FitOutcome(path, result, timings, ctx.info, reused, plots)
+
+
+def run_fits(
+    root: str | Path,
+    take_ids: list[str],
+    out_dir: str | Path,
+    config: PipelineConfig | None = None,
+    *,
+    progress: bool = False,
+    plot: bool = True,
+) -> list[FitOutcome | Exception]:
+    """Several takes with one batched fit on one device (``motionkit batch --takes-per-task``): the
+    stages before ``fit`` of all takes in parallel threads, one ``fit_takes`` for every take that can
+    be fitted, then the remaining stages per take. Each take's result equals ``run_fit`` of that take
+    alone (independent problems); one entry per take, in order: its ``FitOutcome``, or the exception
+    that stopped it (recorded in its result file as ``run_fit`` does).
+    """
+    config = config or PipelineConfig()
+    ds = EgoExoDataset(root)
+
+    def before_fit(take_id: str):
+        try:
+            oc = run_fit(root, take_id, out_dir, config, until="triangulate", progress=False, plot=False)
+            return prepare_fit(StageContext(ds.take(take_id), config, oc.result, info={}))
+        except DataError as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(take_ids), os.cpu_count() or 1))) as pool:
+        jobs = list(pool.map(before_fit, take_ids))
+    ready = [k for k, j in enumerate(jobs) if not isinstance(j, Exception)]
+    fitted: dict[int, FitOutput] = {}
+    if ready:
+        group = [jobs[k] for k in ready]
+        bar = tqdm(total=fit_progress_total(group), desc=f"fit x{len(group)}", unit="it", disable=not progress)
+        outs = fit_takes(group[0].body, [j.inputs for j in group], group[0].config, progress=bar.update)
+        bar.close()
+        fitted = dict(zip(ready, outs, strict=True))
+
+    def after_fit(k: int):
+        try:  # stages up to triangulate are reused from the file; the fit stage stores the batched output
+            return run_fit(root, take_ids[k], out_dir, config, progress=False, plot=plot, prefit=fitted.get(k))
+        except DataError as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(take_ids), os.cpu_count() or 1))) as pool:
+        return list(pool.map(after_fit, range(len(take_ids))))

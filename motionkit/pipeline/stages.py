@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import torch
 from tqdm import tqdm
 
-from motionkit.body.fitting import FACE_KEYPOINTS, BodyFitConfig, FitInputs, fit_take
+from motionkit.body.fitting import FACE_KEYPOINTS, BodyFitConfig, FitInputs, fit_take, use_fused_kernels
 from motionkit.body.model import BodyModel
 from motionkit.body.quality import quality_flags, valid_frames
 from motionkit.common.errors import DataError
@@ -32,6 +33,7 @@ from motionkit.eval.protocol import EvalConfig, match_to_annotation, score_take,
 from motionkit.eval.run import fit_samples
 from motionkit.geometry.swaps import apply_lr_swaps, detect_lr_swaps, swap_bits
 from motionkit.geometry.triangulation import prune_far_cameras, triangulate
+from motionkit.kernels import resolve_device
 from motionkit.motion.derive import FEATURE_FPS, derive_motion
 from motionkit.pipeline.config import PipelineConfig
 
@@ -133,7 +135,7 @@ def stage_detect(ctx: StageContext) -> None:
             keypoint_weights=cfg.keypoint_weights,
             threshold=cfg.detector_threshold,
             downscaled=cfg.downscaled_video,
-            device=cfg.device,
+            device=str(resolve_device(cfg.device)),
         )
     ctx.obs = obs
     in_frames = np.isin(obs.frame_index, frames)
@@ -255,7 +257,18 @@ def build_fit_inputs(r: TakeResult, rig, fps: float):
                      rig.T_cam_world)  # fmt: skip
 
 
-def stage_fit(ctx: StageContext) -> None:
+@dataclass
+class FitJob:
+    """What one take's fit needs, prepared from its earlier stages (``prepare_fit``)."""
+
+    inputs: FitInputs
+    config: BodyFitConfig
+    body: BodyModel
+
+
+def prepare_fit(ctx: StageContext) -> FitJob:
+    """The fit inputs, body model and fit configuration of a take whose stages up to ``triangulate``
+    are done; ``DataError`` when the take cannot be fitted."""
     r = ctx.result
     take = ctx.take
     kept = r["triangulation/camera_kept"].astype(bool)
@@ -264,19 +277,38 @@ def stage_fit(ctx: StageContext) -> None:
     n_views = selected_views(r).sum(1)
     if not (n_views >= 2).any():
         raise DataError(take.take_dir, "no wearer found: no frame has the wearer selected in 2 or more views")
-    inp = build_fit_inputs(r, take.rig, ctx.config.fps)
-    fps = ctx.config.fps
-    bcfg = BodyFitConfig(device=ctx.config.device, iters=tuple(ctx.config.fit_iters))
+    device = resolve_device(ctx.config.device)
+    bcfg = BodyFitConfig(device=str(device), kernels=ctx.config.kernels, iters=tuple(ctx.config.fit_iters))
     body = BodyModel.load(ctx.config.body_model, vertex_keypoints=FACE_KEYPOINTS)
-    total = (sum(bcfg.iters) + bcfg.second_pass_iters) * max(
-        1, int(np.ceil(len(inp.keypoints) / (bcfg.window - bcfg.overlap)))
-    )
-    bar = None
-    if ctx.info.get("progress"):
-        bar = tqdm(total=total, desc="fit", unit="it", leave=False, mininterval=1.0)
-    out = fit_take(body, inp, bcfg, progress=bar.update if bar is not None else None)
-    if bar is not None:
-        bar.close()
+    return FitJob(build_fit_inputs(r, take.rig, ctx.config.fps), bcfg, body)
+
+
+def fit_progress_total(jobs: list[FitJob]) -> int:
+    """Adam iterations ``fit_takes`` runs for these jobs (one batch, two with a long take)."""
+    cfg = jobs[0].config
+    calls = 2 if any(len(j.inputs.keypoints) > cfg.window for j in jobs) else 1
+    return (sum(cfg.iters) + cfg.second_pass_iters) * calls
+
+
+def stage_fit(ctx: StageContext) -> None:
+    """Fit the take, or store the output a batched fit of several takes left in ``ctx.info["prefit"]``."""
+    r = ctx.result
+    job = prepare_fit(ctx)
+    inp, bcfg, body = job.inputs, job.config, job.body
+    fps = ctx.config.fps
+    device = torch.device(bcfg.device)
+    kernels = "fused" if use_fused_kernels(bcfg.kernels, device) else "torch"
+    out = ctx.info.pop("prefit", None)
+    if out is None:
+        bar = None
+        if ctx.info.get("progress"):
+            bar = tqdm(total=fit_progress_total([job]), desc="fit", unit="it", leave=False, mininterval=1.0)
+        out = fit_take(body, inp, bcfg, progress=bar.update if bar is not None else None)
+        if bar is not None:
+            bar.close()
+    r.attrs["fit_device"] = str(device)  # provenance: where and on which operators the fit ran
+    r.attrs["fit_kernels"] = kernels
+    n_views = selected_views(r).sum(1)
     M = len(out.transl)
     valid = valid_frames(n_views, fps, bcfg.max_gap_s)
     J = out.joints.copy()
@@ -306,7 +338,8 @@ def stage_fit(ctx: StageContext) -> None:
     )
     used = int((inp.weights > 0).sum())
     ctx.info["fit"] = (
-        f"{valid.mean():.1%} of frames valid; reprojection {np.nanmedian(out.reproj_px):.1f} px "
+        f"on {device} ({kernels} operators); {valid.mean():.1%} of frames valid; "
+        f"reprojection {np.nanmedian(out.reproj_px):.1f} px "
         f"(median); second pass dropped {out.n_dropped} of {used} observations; "
         f"betas {np.round(out.betas[:3], 2).tolist()}..."
     )

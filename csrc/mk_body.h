@@ -1,0 +1,435 @@
+// motionkit fused operators: SMPL-X joints and vertex landmarks of one frame, forward and backward
+// (shared by the CPU and CUDA implementations; see mk_math.h for the conventions).
+//
+// Joints: forward kinematics of the shaped rest joints J(beta) = J_template + J_shapedirs beta, with free
+// rotations (6D) for joints 0..R-1 (global orientation and the 21 body joints) and identity local rotations
+// for the others (jaw, eyes, hands). Landmarks: linear blend skinning of the landmark vertices
+// v = template + shapedirs beta + posedirs (R_local - I) for joints 1..R-1.
+#pragma once
+
+#include <cstdint>
+
+#include "mk_math.h"
+
+namespace mk {
+
+template <typename T>
+struct BodyData {
+  const T* J_template;    // (J, 3)
+  const T* J_shapedirs;   // (J, 3, B)
+  const T* kp_template;   // (K, 3)
+  const T* kp_shapedirs;  // (K, 3, B)
+  const T* kp_posedirs;   // (>= (R - 1) * 9, K * 3): pose feature -> landmark offsets
+  const T* kp_weights;    // (K, J) skinning weights
+  const int64_t* parents; // (J,), parents[j] < j
+  int J, K, B, R;
+};
+
+// per-frame state of the forward pass (in registers / local memory)
+template <typename T>
+struct BodyFrame {
+  T Rl[kMaxRotated * 9];  // local rotations
+  T Jrest[kMaxJoints * 3];
+  T GR[kMaxJoints * 9];   // global rotations
+  T Gt[kMaxJoints * 3];   // global joint positions (without translation)
+  T At[kMaxJoints * 3];   // LBS offsets Gt - GR Jrest
+};
+
+template <typename T>
+MK_HD void body_frame_state(const BodyData<T>& d, const T* r6, const T* betas, BodyFrame<T>& f) {
+  for (int j = 0; j < d.R; ++j) gram_schmidt(r6 + 6 * j, f.Rl + 9 * j);
+  for (int j = 0; j < d.J; ++j)
+    for (int c = 0; c < 3; ++c) {
+      T s = d.J_template[3 * j + c];
+      const T* sd = d.J_shapedirs + (3 * j + c) * d.B;
+      for (int b = 0; b < d.B; ++b) s += sd[b] * betas[b];
+      f.Jrest[3 * j + c] = s;
+    }
+  for (int e = 0; e < 9; ++e) f.GR[e] = f.Rl[e];
+  for (int c = 0; c < 3; ++c) f.Gt[c] = f.Jrest[c];
+  for (int j = 1; j < d.J; ++j) {
+    const int p = static_cast<int>(d.parents[j]);
+    const T* GRp = f.GR + 9 * p;
+    if (j < d.R) {
+      matmul3(GRp, f.Rl + 9 * j, f.GR + 9 * j);
+    } else {
+      for (int e = 0; e < 9; ++e) f.GR[9 * j + e] = GRp[e];
+    }
+    T rel[3] = {f.Jrest[3 * j] - f.Jrest[3 * p], f.Jrest[3 * j + 1] - f.Jrest[3 * p + 1],
+                f.Jrest[3 * j + 2] - f.Jrest[3 * p + 2]};
+    T o[3];
+    matvec3(GRp, rel, o);
+    for (int c = 0; c < 3; ++c) f.Gt[3 * j + c] = f.Gt[3 * p + c] + o[c];
+  }
+  for (int j = 0; j < d.J; ++j) {
+    T o[3];
+    matvec3(f.GR + 9 * j, f.Jrest + 3 * j, o);
+    for (int c = 0; c < 3; ++c) f.At[3 * j + c] = f.Gt[3 * j + c] - o[c];
+  }
+}
+
+// landmark k in the rest pose, shaped and pose-corrected: v (3)
+template <typename T>
+MK_HD void body_landmark_rest(const BodyData<T>& d, const T* betas, const BodyFrame<T>& f, int k, T* v) {
+  const int n_feat = (d.R - 1) * 9;
+  for (int c = 0; c < 3; ++c) {
+    T s = d.kp_template[3 * k + c];
+    const T* sd = d.kp_shapedirs + (3 * k + c) * d.B;
+    for (int b = 0; b < d.B; ++b) s += sd[b] * betas[b];
+    for (int e = 0; e < n_feat; ++e) {
+      const T pf = f.Rl[9 + e] - ((e % 9) % 4 == 0 ? T(1) : T(0));  // R_local - I, joints 1..R-1
+      s += d.kp_posedirs[e * d.K * 3 + 3 * k + c] * pf;
+    }
+    v[c] = s;
+  }
+}
+
+// out (J + K, 3): posed joints and landmarks plus translation
+template <typename T>
+MK_HD void body_frame_forward(const BodyData<T>& d, const T* r6, const T* betas, const T* transl, T* out,
+                              BodyFrame<T>& f) {
+  body_frame_state(d, r6, betas, f);
+  for (int j = 0; j < d.J; ++j)
+    for (int c = 0; c < 3; ++c) out[3 * j + c] = f.Gt[3 * j + c] + transl[c];
+  for (int k = 0; k < d.K; ++k) {
+    T v[3];
+    body_landmark_rest(d, betas, f, k, v);
+    T x[3] = {transl[0], transl[1], transl[2]};
+    const T* w = d.kp_weights + k * d.J;
+    for (int j = 0; j < d.J; ++j) {
+      if (w[j] == T(0)) continue;
+      T o[3];
+      matvec3(f.GR + 9 * j, v, o);
+      for (int c = 0; c < 3; ++c) x[c] += w[j] * (o[c] + f.At[3 * j + c]);
+    }
+    for (int c = 0; c < 3; ++c) out[3 * (d.J + k) + c] = x[c];
+  }
+}
+
+// gradients of one frame: g6 (R, 3, 2), gbetas (B), gtransl (3) from gout (J + K, 3)
+template <typename T>
+MK_HD void body_frame_backward(const BodyData<T>& d, const T* r6, const T* betas, const T* gout, T* g6,
+                               T* gbetas, T* gtransl, BodyFrame<T>& f, BodyFrame<T>& g) {
+  body_frame_state(d, r6, betas, f);
+  // g reuses the frame layout for the gradients: g.Rl, g.Jrest, g.GR, g.Gt
+  for (int e = 0; e < d.R * 9; ++e) g.Rl[e] = 0;
+  for (int e = 0; e < d.J * 9; ++e) g.GR[e] = 0;
+  for (int e = 0; e < d.J * 3; ++e) {
+    g.Jrest[e] = 0;
+    g.Gt[e] = gout[e];
+  }
+  for (int b = 0; b < d.B; ++b) gbetas[b] = 0;
+  for (int c = 0; c < 3; ++c) gtransl[c] = 0;
+  for (int n = 0; n < d.J + d.K; ++n)
+    for (int c = 0; c < 3; ++c) gtransl[c] += gout[3 * n + c];
+  const int n_feat = (d.R - 1) * 9;
+  for (int k = 0; k < d.K; ++k) {
+    const T* go = gout + 3 * (d.J + k);
+    T v[3];
+    body_landmark_rest(d, betas, f, k, v);
+    const T* w = d.kp_weights + k * d.J;
+    T gv[3] = {0, 0, 0};
+    for (int j = 0; j < d.J; ++j) {
+      const T wj = w[j];
+      if (wj == T(0)) continue;
+      const T* GRj = f.GR + 9 * j;
+      T t[3];
+      matTvec3(GRj, go, t);  // x += w (GR v + Gt - GR Jrest)
+      for (int c = 0; c < 3; ++c) {
+        gv[c] += wj * t[c];
+        g.Jrest[3 * j + c] -= wj * t[c];
+        g.Gt[3 * j + c] += wj * go[c];
+      }
+      for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) g.GR[9 * j + 3 * a + b] += wj * go[a] * (v[b] - f.Jrest[3 * j + b]);
+    }
+    for (int c = 0; c < 3; ++c) {
+      const T* sd = d.kp_shapedirs + (3 * k + c) * d.B;
+      for (int b = 0; b < d.B; ++b) gbetas[b] += sd[b] * gv[c];
+    }
+    for (int e = 0; e < n_feat; ++e) {
+      const T* pd = d.kp_posedirs + e * d.K * 3 + 3 * k;
+      g.Rl[9 + e] += pd[0] * gv[0] + pd[1] * gv[1] + pd[2] * gv[2];
+    }
+  }
+  for (int j = d.J - 1; j >= 1; --j) {
+    const int p = static_cast<int>(d.parents[j]);
+    const T* GRp = f.GR + 9 * p;
+    const T* gGt = g.Gt + 3 * j;
+    T rel[3] = {f.Jrest[3 * j] - f.Jrest[3 * p], f.Jrest[3 * j + 1] - f.Jrest[3 * p + 1],
+                f.Jrest[3 * j + 2] - f.Jrest[3 * p + 2]};
+    T grel[3];
+    matTvec3(GRp, gGt, grel);
+    for (int c = 0; c < 3; ++c) {
+      g.Gt[3 * p + c] += gGt[c];
+      g.Jrest[3 * j + c] += grel[c];
+      g.Jrest[3 * p + c] -= grel[c];
+    }
+    for (int a = 0; a < 3; ++a)
+      for (int b = 0; b < 3; ++b) g.GR[9 * p + 3 * a + b] += gGt[a] * rel[b];
+    const T* gGR = g.GR + 9 * j;
+    if (j < d.R) {  // GR_j = GR_p Rl_j
+      const T* Rl = f.Rl + 9 * j;
+      for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+          T sp = 0, sl = 0;
+          for (int c = 0; c < 3; ++c) {
+            sp += gGR[3 * a + c] * Rl[3 * b + c];   // (gGR Rl^T)_ab
+            sl += GRp[3 * c + a] * gGR[3 * c + b];  // (GR_p^T gGR)_ab
+          }
+          g.GR[9 * p + 3 * a + b] += sp;
+          g.Rl[9 * j + 3 * a + b] += sl;
+        }
+    } else {
+      for (int e = 0; e < 9; ++e) g.GR[9 * p + e] += gGR[e];
+    }
+  }
+  for (int e = 0; e < 9; ++e) g.Rl[e] += g.GR[e];
+  for (int c = 0; c < 3; ++c) g.Jrest[c] += g.Gt[c];
+  for (int j = 0; j < d.J; ++j)
+    for (int c = 0; c < 3; ++c) {
+      const T* sd = d.J_shapedirs + (3 * j + c) * d.B;
+      for (int b = 0; b < d.B; ++b) gbetas[b] += sd[b] * g.Jrest[3 * j + c];
+    }
+  for (int e = 0; e < d.R * 6; ++e) g6[e] = 0;
+  for (int j = 0; j < d.R; ++j) gram_schmidt_backward(r6 + 6 * j, g.Rl + 9 * j, g6 + 6 * j);
+}
+
+// ------------------------------------------------------------------------------------------ rotation vectors
+template <typename T>
+MK_HD void rot6d_to_rotvec_one(const T* r6, T* rv) {
+  T R[9];
+  gram_schmidt(r6, R);
+  rotmat_to_rotvec(R, rv);
+}
+
+template <typename T>
+MK_HD void rot6d_to_rotvec_one_backward(const T* r6, const T* grv, T* g6) {
+  T R[9], gR[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+  gram_schmidt(r6, R);
+  rotmat_to_rotvec_backward(R, grv, gR);
+  for (int e = 0; e < 6; ++e) g6[e] = 0;
+  gram_schmidt_backward(r6, gR, g6);
+}
+
+// ------------------------------------------------------------------------------------------ reprojection
+// One frame (p, m) of the robust reprojection loss: sums of w GMoF(|pi(R X + t) - x|^2) / sigma^2 and w over
+// V views and J joints (w = weight where the projection is valid). joints (J, 3); R (V, 9), t (V, 3),
+// prm (V, 8), tmax (V) of problem p; obs (V, J, 2), weight (V, J).
+template <typename T>
+MK_HD void reprojection_frame(const T* joints, const T* R, const T* t, const T* prm, const T* tmax, const T* obs,
+                              const T* weight, int V, int J, T sigma, T* num, T* den) {
+  T s2 = sigma * sigma, n = 0, dsum = 0;
+  for (int v = 0; v < V; ++v)
+    for (int j = 0; j < J; ++j) {
+      const T w = weight[v * J + j];
+      if (!(w > T(0))) continue;
+      T pc[3], uv[2];
+      matvec3(R + 9 * v, joints + 3 * j, pc);
+      for (int c = 0; c < 3; ++c) pc[c] += t[3 * v + c];
+      if (!kb3_project(pc, prm + 8 * v, tmax[v], uv, static_cast<T*>(nullptr))) continue;
+      const T* x = obs + 2 * (v * J + j);
+      const T e0 = uv[0] - x[0], e1 = uv[1] - x[1];
+      const T r2 = e0 * e0 + e1 * e1;
+      n += w * r2 / (s2 + r2);
+      dsum += w;
+    }
+  *num = n;
+  *den = dsum;
+}
+
+// gradient w.r.t. the joints (J, 3) of scale * sum w GMoF(...) (scale = upstream gradient / den)
+template <typename T>
+MK_HD void reprojection_frame_backward(const T* joints, const T* R, const T* t, const T* prm, const T* tmax,
+                                       const T* obs, const T* weight, int V, int J, T sigma, T scale, T* gjoints) {
+  T s2 = sigma * sigma;
+  for (int e = 0; e < 3 * J; ++e) gjoints[e] = 0;
+  for (int v = 0; v < V; ++v)
+    for (int j = 0; j < J; ++j) {
+      const T w = weight[v * J + j];
+      if (!(w > T(0))) continue;
+      T pc[3], uv[2], jac[6];
+      const T* Rv = R + 9 * v;
+      matvec3(Rv, joints + 3 * j, pc);
+      for (int c = 0; c < 3; ++c) pc[c] += t[3 * v + c];
+      if (!kb3_project(pc, prm + 8 * v, tmax[v], uv, jac)) continue;
+      const T* x = obs + 2 * (v * J + j);
+      const T e0 = uv[0] - x[0], e1 = uv[1] - x[1];
+      const T r2 = e0 * e0 + e1 * e1;
+      const T q = s2 + r2;
+      const T c2 = scale * w * s2 / (q * q) * 2;  // d/dr2 of r2 / (s2 + r2), times d r2 / d e = 2 e
+      T gpc[3];
+      for (int c = 0; c < 3; ++c) gpc[c] = c2 * (e0 * jac[c] + e1 * jac[3 + c]);
+      T gX[3];
+      matTvec3(Rv, gpc, gX);
+      for (int c = 0; c < 3; ++c) gjoints[3 * j + c] += gX[c];
+    }
+}
+
+// ------------------------------------------------------------------------------------------ reductions
+// One problem's per-frame partial sums part (M, 2K) (K numerators, then K denominators) -> the K means
+// out[k] = sum num / max(sum den, clamp) and the denominators, summed in frame order in double precision.
+template <typename T>
+MK_HD void reduce_problem(const T* part, int64_t M, int K, double clamp, T* out, T* den) {
+  for (int k = 0; k < K; ++k) {
+    double n = 0, d = 0;
+    for (int64_t m = 0; m < M; ++m) {
+      n += part[m * 2 * K + k];
+      d += part[m * 2 * K + K + k];
+    }
+    den[k] = static_cast<T>(d);
+    out[k] = static_cast<T>(n / (d > clamp ? d : clamp));
+  }
+}
+
+// column sums of rows (per, B) in row order, in double precision: a problem's shape gradient from its frames
+// (the same result whatever else is in the batch, padding included)
+template <typename T>
+MK_HD void sum_rows(const T* rows, int64_t per, int B, T* out) {
+  for (int b = 0; b < B; ++b) {
+    double s = 0;
+    for (int64_t n = 0; n < per; ++n) s += rows[n * B + b];
+    out[b] = static_cast<T>(s);
+  }
+}
+
+// upstream gradient / clamped denominator, per term
+template <typename T>
+MK_HD T mean_scale(const T* grad, const T* den, int64_t i, double clamp) {
+  const double d = den[i];
+  return static_cast<T>(grad[i] / (d > clamp ? d : clamp));
+}
+
+// ------------------------------------------------------------------------------------------ prior terms
+// The terms of the fit objective besides the reprojection, for frame m of problem p (all arrays of that
+// problem, frame-major). Five per-problem masked means, as numerators and denominators:
+//   0: 3D agreement  sum_c w_c GMoF(|J[coco[c]] - tri_c|^2; sigma3) over the frame's weights tri_w
+//   1: acceleration  mean_j |(J[m+2] - 2 J[m+1] + J[m]) fps^2|^2 over the 55 kinematic joints, weight
+//      fm[m] fm[m+1] fm[m+2] (m <= M - 3)
+//   2: orientation   |go6[m+1] - go6[m]|^2, weight fm[m] fm[m+1] (m <= M - 2)
+//   3: pose          |rv|^2 over the 21 body joints, weight fm[m]
+//   4: joint limits  sum_l relu(lo_l - rv[j_l, axis_l])^2 + relu(rv[j_l, axis_l] - hi_l)^2, weight fm[m]
+template <typename T>
+struct PriorData {
+  const T* J;           // (M, Jn, 3) posed joints and landmarks
+  const int64_t* coco;  // (C,) columns of J matched to the triangulated joints
+  const T* tri;         // (M, C, 3)
+  const T* tri_w;       // (M, C) 0 where unused
+  const T* fm;          // (M,) 1 for real frames, 0 for padding
+  const T* go6;         // (M, R6, 6) 6D rotations; joint 0 is the global orientation
+  const T* rv;          // (M, NR, 3) local body-joint rotation vectors
+  const T* limits;      // (L, 4): joint column in rv, axis, lower, upper (+-inf: none)
+  T fps, sigma3;
+  int64_t M;
+  int Jn, C, NR, L, n_acc;  // n_acc: kinematic joints in the acceleration term (55)
+  int R6;                   // rotations per frame in go6
+};
+
+constexpr int kPriorTerms = 5;
+
+template <typename T>
+MK_HD void prior_terms_frame(const PriorData<T>& d, int64_t m, T* num, T* den) {
+  for (int i = 0; i < kPriorTerms; ++i) num[i] = den[i] = 0;
+  const T s2 = d.sigma3 * d.sigma3;
+  for (int c = 0; c < d.C; ++c) {
+    const T w = d.tri_w[m * d.C + c];
+    if (w == T(0)) continue;
+    const T* x = d.J + (m * d.Jn + d.coco[c]) * 3;
+    const T* y = d.tri + (m * d.C + c) * 3;
+    T d2 = 0;
+    for (int k = 0; k < 3; ++k) d2 += (x[k] - y[k]) * (x[k] - y[k]);
+    num[0] += w * d2 / (s2 + d2);
+    den[0] += w;
+  }
+  const T f2 = d.fps * d.fps;
+  if (m + 2 < d.M) {
+    const T w = d.fm[m] * d.fm[m + 1] * d.fm[m + 2];
+    T v = 0;
+    for (int j = 0; j < d.n_acc; ++j)
+      for (int k = 0; k < 3; ++k) {
+        const T a = (d.J[((m + 2) * d.Jn + j) * 3 + k] - 2 * d.J[((m + 1) * d.Jn + j) * 3 + k] +
+                     d.J[(m * d.Jn + j) * 3 + k]) * f2;
+        v += a * a;
+      }
+    num[1] += w * v / d.n_acc;
+    den[1] += w;
+  }
+  if (m + 1 < d.M) {
+    const T w = d.fm[m] * d.fm[m + 1];
+    T v = 0;
+    for (int k = 0; k < 6; ++k) {
+      const T e = d.go6[(m + 1) * d.R6 * 6 + k] - d.go6[m * d.R6 * 6 + k];
+      v += e * e;
+    }
+    num[2] += w * v;
+    den[2] += w;
+  }
+  const T w = d.fm[m];
+  const T* r = d.rv + m * d.NR * 3;
+  T pose = 0, lim = 0;
+  for (int e = 0; e < d.NR * 3; ++e) pose += r[e] * r[e];
+  for (int l = 0; l < d.L; ++l) {
+    const T a = r[static_cast<int>(d.limits[4 * l]) * 3 + static_cast<int>(d.limits[4 * l + 1])];
+    const T lo = d.limits[4 * l + 2], hi = d.limits[4 * l + 3];
+    if (isfinite(lo) && a < lo) lim += (lo - a) * (lo - a);
+    if (isfinite(hi) && a > hi) lim += (a - hi) * (a - hi);
+  }
+  num[3] += w * pose;
+  den[3] += w;
+  num[4] += w * lim;
+  den[4] += w;
+}
+
+// gradients of sum_i scale[i] * num_i (scale = upstream gradient / clamped denominator) w.r.t. frame m's joints
+// gJ (Jn, 3), orientation ggo (6; joint 0 of go6) and rotation vectors grv (NR, 3): gathered from the terms that
+// use frame m
+template <typename T>
+MK_HD void prior_terms_frame_backward(const PriorData<T>& d, int64_t m, const T* scale, T* gJ, T* ggo, T* grv) {
+  for (int e = 0; e < d.Jn * 3; ++e) gJ[e] = 0;
+  const T s2 = d.sigma3 * d.sigma3;
+  for (int c = 0; c < d.C; ++c) {
+    const T w = d.tri_w[m * d.C + c];
+    if (w == T(0)) continue;
+    const T* x = d.J + (m * d.Jn + d.coco[c]) * 3;
+    const T* y = d.tri + (m * d.C + c) * 3;
+    T d2 = 0;
+    for (int k = 0; k < 3; ++k) d2 += (x[k] - y[k]) * (x[k] - y[k]);
+    const T q = s2 + d2;
+    const T g = scale[0] * w * s2 / (q * q) * 2;
+    for (int k = 0; k < 3; ++k) gJ[d.coco[c] * 3 + k] += g * (x[k] - y[k]);
+  }
+  const T f2 = d.fps * d.fps;
+  for (int64_t k0 = m - 2; k0 <= m; ++k0) {  // accelerations at k0 use frames k0, k0 + 1, k0 + 2
+    if (k0 < 0 || k0 + 2 >= d.M) continue;
+    const T w = d.fm[k0] * d.fm[k0 + 1] * d.fm[k0 + 2];
+    if (w == T(0)) continue;
+    const T coef = (m == k0 + 1 ? T(-2) : T(1)) * scale[1] * w * 2 * f2 / d.n_acc;
+    for (int j = 0; j < d.n_acc; ++j)
+      for (int k = 0; k < 3; ++k) {
+        const T a = (d.J[((k0 + 2) * d.Jn + j) * 3 + k] - 2 * d.J[((k0 + 1) * d.Jn + j) * 3 + k] +
+                     d.J[(k0 * d.Jn + j) * 3 + k]) * f2;
+        gJ[j * 3 + k] += coef * a;
+      }
+  }
+  for (int k = 0; k < 6; ++k) ggo[k] = 0;
+  if (m >= 1) {
+    const T w = scale[2] * d.fm[m - 1] * d.fm[m] * 2;
+    for (int k = 0; k < 6; ++k) ggo[k] += w * (d.go6[m * d.R6 * 6 + k] - d.go6[(m - 1) * d.R6 * 6 + k]);
+  }
+  if (m + 1 < d.M) {
+    const T w = scale[2] * d.fm[m] * d.fm[m + 1] * 2;
+    for (int k = 0; k < 6; ++k) ggo[k] += w * (d.go6[m * d.R6 * 6 + k] - d.go6[(m + 1) * d.R6 * 6 + k]);
+  }
+  const T w = d.fm[m];
+  const T* r = d.rv + m * d.NR * 3;
+  for (int e = 0; e < d.NR * 3; ++e) grv[e] = scale[3] * w * 2 * r[e];
+  for (int l = 0; l < d.L; ++l) {
+    const int e = static_cast<int>(d.limits[4 * l]) * 3 + static_cast<int>(d.limits[4 * l + 1]);
+    const T a = r[e];
+    const T lo = d.limits[4 * l + 2], hi = d.limits[4 * l + 3];
+    if (isfinite(lo) && a < lo) grv[e] -= scale[4] * w * 2 * (lo - a);
+    if (isfinite(hi) && a > hi) grv[e] += scale[4] * w * 2 * (a - hi);
+  }
+}
+
+}  // namespace mk

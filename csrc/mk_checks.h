@@ -1,0 +1,185 @@
+// motionkit fused operators: argument checks and small host helpers shared by the CPU and CUDA files.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include "mk_body.h"
+
+namespace mk {
+
+inline void check_same(const at::Tensor& ref, const at::Tensor& x, const char* name) {
+  TORCH_CHECK(x.is_contiguous(), "motionkit: ", name, " must be contiguous");
+  TORCH_CHECK(x.device() == ref.device(), "motionkit: ", name, " is on ", x.device(), ", expected ", ref.device());
+  TORCH_CHECK(x.scalar_type() == ref.scalar_type(), "motionkit: ", name, " has dtype ", x.scalar_type(),
+              ", expected ", ref.scalar_type());
+}
+
+inline void check_rot6d(const at::Tensor& rot6d) {
+  TORCH_CHECK(rot6d.dim() == 3 && rot6d.size(1) == 3 && rot6d.size(2) == 2,
+              "motionkit: rot6d must have shape (N, 3, 2), got ", rot6d.sizes());
+  TORCH_CHECK(rot6d.is_contiguous(), "motionkit: rot6d must be contiguous");
+}
+
+inline void check_body_inputs(const at::Tensor& rot6d, const at::Tensor& betas, const at::Tensor& transl,
+                              const at::Tensor& J_template, const at::Tensor& J_shapedirs,
+                              const at::Tensor& kp_template, const at::Tensor& kp_shapedirs,
+                              const at::Tensor& kp_posedirs, const at::Tensor& kp_weights,
+                              const at::Tensor& parents) {
+  TORCH_CHECK(rot6d.dim() == 4 && rot6d.size(2) == 3 && rot6d.size(3) == 2,
+              "motionkit.body_joints: rot6d must have shape (N, R, 3, 2), got ", rot6d.sizes());
+  const int64_t N = rot6d.size(0), R = rot6d.size(1);
+  const int64_t J = J_template.size(0), K = kp_template.size(0), B = betas.size(-1);
+  TORCH_CHECK(R >= 1 && R <= kMaxRotated && R <= J, "motionkit.body_joints: ", R, " rotated joints (at most ",
+              kMaxRotated, ")");
+  TORCH_CHECK(J <= kMaxJoints, "motionkit.body_joints: ", J, " joints (at most ", kMaxJoints, ")");
+  TORCH_CHECK(B <= kMaxBetas, "motionkit.body_joints: ", B, " shape coefficients (at most ", kMaxBetas, ")");
+  TORCH_CHECK(betas.dim() == 2 && betas.size(0) >= 1 && N % betas.size(0) == 0,
+              "motionkit.body_joints: betas must be (N, B), or (P, B) shared by N / P consecutive frames; got ",
+              betas.sizes(), " for N = ", N);
+  TORCH_CHECK(transl.dim() == 2 && transl.size(0) == N && transl.size(1) == 3,
+              "motionkit.body_joints: transl must be (N, 3), got ", transl.sizes());
+  TORCH_CHECK(J_shapedirs.sizes() == at::IntArrayRef({J, 3, B}), "motionkit.body_joints: J_shapedirs ",
+              J_shapedirs.sizes());
+  TORCH_CHECK(kp_shapedirs.sizes() == at::IntArrayRef({K, 3, B}), "motionkit.body_joints: kp_shapedirs ",
+              kp_shapedirs.sizes());
+  TORCH_CHECK(kp_posedirs.dim() == 2 && kp_posedirs.size(0) >= (R - 1) * 9 && kp_posedirs.size(1) == K * 3,
+              "motionkit.body_joints: kp_posedirs must be (>= (R - 1) * 9, K * 3), got ", kp_posedirs.sizes());
+  TORCH_CHECK(kp_weights.sizes() == at::IntArrayRef({K, J}), "motionkit.body_joints: kp_weights ",
+              kp_weights.sizes());
+  TORCH_CHECK(parents.dim() == 1 && parents.size(0) == J && parents.scalar_type() == at::kLong &&
+                  parents.is_contiguous() && parents.device() == rot6d.device(),
+              "motionkit.body_joints: parents must be a contiguous int64 (J,) tensor on the device of rot6d");
+  check_same(rot6d, rot6d, "rot6d");
+  for (auto& [x, name] : {std::pair<const at::Tensor&, const char*>{betas, "betas"}, {transl, "transl"},
+                          {J_template, "J_template"}, {J_shapedirs, "J_shapedirs"}, {kp_template, "kp_template"},
+                          {kp_shapedirs, "kp_shapedirs"}, {kp_posedirs, "kp_posedirs"}, {kp_weights, "kp_weights"}})
+    check_same(rot6d, x, name);
+}
+
+template <typename T>
+BodyData<T> body_data(const at::Tensor& J_template, const at::Tensor& J_shapedirs, const at::Tensor& kp_template,
+                      const at::Tensor& kp_shapedirs, const at::Tensor& kp_posedirs, const at::Tensor& kp_weights,
+                      const at::Tensor& parents, int64_t R) {
+  BodyData<T> d;
+  d.J_template = J_template.data_ptr<T>();
+  d.J_shapedirs = J_shapedirs.data_ptr<T>();
+  d.kp_template = kp_template.data_ptr<T>();
+  d.kp_shapedirs = kp_shapedirs.data_ptr<T>();
+  d.kp_posedirs = kp_posedirs.data_ptr<T>();
+  d.kp_weights = kp_weights.data_ptr<T>();
+  d.parents = parents.data_ptr<int64_t>();
+  d.J = static_cast<int>(J_template.size(0));
+  d.K = static_cast<int>(kp_template.size(0));
+  d.B = static_cast<int>(J_shapedirs.size(2));
+  d.R = static_cast<int>(R);
+  return d;
+}
+
+struct ReprojectionSizes {
+  int64_t P, M;
+  int V, J;
+};
+
+inline ReprojectionSizes check_reprojection_inputs(const at::Tensor& joints, const at::Tensor& R, const at::Tensor& t,
+                                                   const at::Tensor& params, const at::Tensor& theta_max,
+                                                   const at::Tensor& obs, const at::Tensor& weight) {
+  TORCH_CHECK(joints.dim() == 4 && joints.size(3) == 3,
+              "motionkit.robust_reprojection: joints must be (P, M, J, 3), got ", joints.sizes());
+  const int64_t P = joints.size(0), M = joints.size(1), J = joints.size(2), V = R.size(1);
+  TORCH_CHECK(R.sizes() == at::IntArrayRef({P, V, 3, 3}), "motionkit.robust_reprojection: R must be (P, V, 3, 3), got ",
+              R.sizes());
+  TORCH_CHECK(t.sizes() == at::IntArrayRef({P, V, 3}), "motionkit.robust_reprojection: t ", t.sizes());
+  TORCH_CHECK(params.sizes() == at::IntArrayRef({P, V, 8}), "motionkit.robust_reprojection: params ", params.sizes());
+  TORCH_CHECK(theta_max.sizes() == at::IntArrayRef({P, V}), "motionkit.robust_reprojection: theta_max ",
+              theta_max.sizes());
+  TORCH_CHECK(obs.sizes() == at::IntArrayRef({P, M, V, J, 2}), "motionkit.robust_reprojection: obs must be (P, M, V, J, 2), got ",
+              obs.sizes());
+  TORCH_CHECK(weight.sizes() == at::IntArrayRef({P, M, V, J}), "motionkit.robust_reprojection: weight ",
+              weight.sizes());
+  check_same(joints, joints, "joints");
+  for (auto& [x, name] : {std::pair<const at::Tensor&, const char*>{R, "R"}, {t, "t"}, {params, "params"},
+                          {theta_max, "theta_max"}, {obs, "obs"}, {weight, "weight"}})
+    check_same(joints, x, name);
+  return {P, M, static_cast<int>(V), static_cast<int>(J)};
+}
+
+constexpr double kReprojectionClamp = 1e-6;  // sum of weights below which the loss is sum w GMoF / 1e-6
+constexpr double kPriorClamp = 1.0;          // masked means divide by max(sum w, 1)
+
+struct PriorSizes {
+  int64_t P, M;
+  int Jn, C, NR, L;
+};
+
+inline PriorSizes check_prior_inputs(const at::Tensor& J, const at::Tensor& coco, const at::Tensor& tri,
+                                     const at::Tensor& tri_w, const at::Tensor& fm, const at::Tensor& fps,
+                                     const at::Tensor& go6, const at::Tensor& rv, const at::Tensor& limits,
+                                     int64_t n_acc) {
+  TORCH_CHECK(J.dim() == 4 && J.size(3) == 3, "motionkit.prior_terms: J must be (P, M, Jn, 3), got ", J.sizes());
+  const int64_t P = J.size(0), M = J.size(1), Jn = J.size(2), C = coco.size(0), NR = rv.size(2);
+  TORCH_CHECK(coco.dim() == 1 && coco.scalar_type() == at::kLong && coco.is_contiguous() &&
+                  coco.device() == J.device(),
+              "motionkit.prior_terms: coco must be a contiguous int64 (C,) tensor on the device of J");
+  TORCH_CHECK(tri.sizes() == at::IntArrayRef({P, M, C, 3}), "motionkit.prior_terms: tri must be (P, M, C, 3), got ",
+              tri.sizes());
+  TORCH_CHECK(tri_w.sizes() == at::IntArrayRef({P, M, C}), "motionkit.prior_terms: tri_w ", tri_w.sizes());
+  TORCH_CHECK(fm.sizes() == at::IntArrayRef({P, M}), "motionkit.prior_terms: fm ", fm.sizes());
+  TORCH_CHECK(fps.sizes() == at::IntArrayRef({P}), "motionkit.prior_terms: fps ", fps.sizes());
+  TORCH_CHECK(go6.dim() == 5 && go6.size(0) == P && go6.size(1) == M && go6.size(2) >= 1 && go6.size(3) == 3 &&
+                  go6.size(4) == 2,
+              "motionkit.prior_terms: rot6d must be (P, M, R, 3, 2), got ", go6.sizes());
+  TORCH_CHECK(rv.dim() == 4 && rv.size(0) == P && rv.size(1) == M && rv.size(3) == 3,
+              "motionkit.prior_terms: rv must be (P, M, NR, 3), got ", rv.sizes());
+  TORCH_CHECK(limits.dim() == 2 && limits.size(1) == 4, "motionkit.prior_terms: limits must be (L, 4), got ",
+              limits.sizes());
+  TORCH_CHECK(n_acc >= 1 && n_acc <= Jn, "motionkit.prior_terms: n_acc ", n_acc, " out of 1..", Jn);
+  // index values (coco < Jn, limit joints < NR, axes < 3) are checked once by the Python wrapper: reading
+  // them here would synchronise with the GPU on every call
+  check_same(J, J, "J");
+  for (auto& [x, name] : {std::pair<const at::Tensor&, const char*>{tri, "tri"}, {tri_w, "tri_w"}, {fm, "fm"},
+                          {fps, "fps"}, {go6, "go6"}, {rv, "rv"}, {limits, "limits"}})
+    check_same(J, x, name);
+  return {P, M, static_cast<int>(Jn), static_cast<int>(C), static_cast<int>(NR), static_cast<int>(limits.size(0))};
+}
+
+template <typename T>
+PriorData<T> prior_data(const at::Tensor& J, const at::Tensor& coco, const at::Tensor& tri, const at::Tensor& tri_w,
+                        const at::Tensor& fm, const at::Tensor& go6, const at::Tensor& rv, const at::Tensor& limits,
+                        const PriorSizes& s, T sigma3, int64_t n_acc) {
+  PriorData<T> d;
+  d.J = J.data_ptr<T>();
+  d.coco = coco.data_ptr<int64_t>();
+  d.tri = tri.data_ptr<T>();
+  d.tri_w = tri_w.data_ptr<T>();
+  d.fm = fm.data_ptr<T>();
+  d.go6 = go6.data_ptr<T>();
+  d.rv = rv.data_ptr<T>();
+  d.limits = limits.data_ptr<T>();
+  d.fps = 0;
+  d.sigma3 = sigma3;
+  d.M = s.M;
+  d.Jn = s.Jn;
+  d.C = s.C;
+  d.NR = s.NR;
+  d.L = s.L;
+  d.n_acc = static_cast<int>(n_acc);
+  d.R6 = static_cast<int>(go6.size(2));
+  return d;
+}
+
+// move the problem-0 pointers of d to problem p
+template <typename T>
+MK_HD PriorData<T> prior_problem(PriorData<T> d, int64_t p, const T* fps) {
+  const int64_t M = d.M;
+  d.J += p * M * d.Jn * 3;
+  d.tri += p * M * d.C * 3;
+  d.tri_w += p * M * d.C;
+  d.fm += p * M;
+  d.go6 += p * M * d.R6 * 6;
+  d.rv += p * M * d.NR * 3;
+  d.fps = fps[p];
+  return d;
+}
+
+
+}  // namespace mk

@@ -1,0 +1,265 @@
+// motionkit fused operators: schemas (namespace motionkit) and the CPU implementations.
+// The per-frame math lives in mk_body.h and is shared with the CUDA implementation (ops_cuda.cu).
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include <vector>
+
+#include "mk_body.h"
+#include "mk_checks.h"
+
+namespace {
+
+using mk::BodyData;
+using mk::BodyFrame;
+
+// per-frame partial sums (P, M, 2K) -> (means, denominators), each of shape `shape` (P,) or (P, K)
+std::tuple<at::Tensor, at::Tensor> reduce(const at::Tensor& partial, int K, double clamp, at::IntArrayRef shape) {
+  auto out = at::empty(shape, partial.options());
+  auto den = at::empty(shape, partial.options());
+  AT_DISPATCH_FLOATING_TYPES(partial.scalar_type(), "reduce_cpu", [&] {
+    const scalar_t* part = partial.data_ptr<scalar_t>();
+    scalar_t *o = out.data_ptr<scalar_t>(), *d = den.data_ptr<scalar_t>();
+    const int64_t M = partial.size(1);
+    at::parallel_for(0, partial.size(0), 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t p = lo; p < hi; ++p) mk::reduce_problem(part + p * M * 2 * K, M, K, clamp, o + p * K, d + p * K);
+    });
+  });
+  return {out, den};
+}
+
+at::Tensor body_joints_cpu(const at::Tensor& rot6d, const at::Tensor& betas, const at::Tensor& transl,
+                           const at::Tensor& J_template, const at::Tensor& J_shapedirs, const at::Tensor& kp_template,
+                           const at::Tensor& kp_shapedirs, const at::Tensor& kp_posedirs, const at::Tensor& kp_weights,
+                           const at::Tensor& parents) {
+  mk::check_body_inputs(rot6d, betas, transl, J_template, J_shapedirs, kp_template, kp_shapedirs, kp_posedirs,
+                        kp_weights, parents);
+  const int64_t N = rot6d.size(0);
+  const int J = J_template.size(0), K = kp_template.size(0);
+  auto out = at::empty({N, J + K, 3}, rot6d.options());
+  AT_DISPATCH_FLOATING_TYPES(rot6d.scalar_type(), "body_joints_cpu", [&] {
+    auto d = mk::body_data<scalar_t>(J_template, J_shapedirs, kp_template, kp_shapedirs, kp_posedirs, kp_weights,
+                                     parents, rot6d.size(1));
+    const scalar_t* r6 = rot6d.data_ptr<scalar_t>();
+    const scalar_t* b = betas.data_ptr<scalar_t>();
+    const scalar_t* tr = transl.data_ptr<scalar_t>();
+    scalar_t* o = out.data_ptr<scalar_t>();
+    const int64_t per = N / betas.size(0);  // frames sharing one row of betas
+    at::parallel_for(0, N, 16, [&](int64_t lo, int64_t hi) {
+      BodyFrame<scalar_t> f;
+      for (int64_t n = lo; n < hi; ++n)
+        mk::body_frame_forward(d, r6 + n * d.R * 6, b + (n / per) * d.B, tr + n * 3, o + n * (J + K) * 3, f);
+    });
+  });
+  return out;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> body_joints_backward_cpu(
+    const at::Tensor& grad_out, const at::Tensor& rot6d, const at::Tensor& betas, const at::Tensor& J_template,
+    const at::Tensor& J_shapedirs, const at::Tensor& kp_template, const at::Tensor& kp_shapedirs,
+    const at::Tensor& kp_posedirs, const at::Tensor& kp_weights, const at::Tensor& parents) {
+  auto transl = at::zeros({rot6d.size(0), 3}, rot6d.options());
+  mk::check_body_inputs(rot6d, betas, transl, J_template, J_shapedirs, kp_template, kp_shapedirs, kp_posedirs,
+                        kp_weights, parents);
+  const int64_t N = rot6d.size(0);
+  const int J = J_template.size(0), K = kp_template.size(0);
+  auto g = grad_out.contiguous();
+  TORCH_CHECK(g.sizes() == at::IntArrayRef({N, J + K, 3}), "body_joints_backward: grad of shape ", g.sizes());
+  auto g6 = at::empty_like(rot6d);
+  auto gb = at::empty({N, betas.size(1)}, rot6d.options());  // per frame, summed over shared rows below
+  auto gt = at::empty({N, 3}, rot6d.options());
+  const int64_t per = N / betas.size(0);
+  AT_DISPATCH_FLOATING_TYPES(rot6d.scalar_type(), "body_joints_backward_cpu", [&] {
+    auto d = mk::body_data<scalar_t>(J_template, J_shapedirs, kp_template, kp_shapedirs, kp_posedirs, kp_weights,
+                                     parents, rot6d.size(1));
+    const scalar_t* r6 = rot6d.data_ptr<scalar_t>();
+    const scalar_t* b = betas.data_ptr<scalar_t>();
+    const scalar_t* go = g.data_ptr<scalar_t>();
+    scalar_t *o6 = g6.data_ptr<scalar_t>(), *ob = gb.data_ptr<scalar_t>(), *ot = gt.data_ptr<scalar_t>();
+    at::parallel_for(0, N, 16, [&](int64_t lo, int64_t hi) {
+      BodyFrame<scalar_t> f, gf;
+      for (int64_t n = lo; n < hi; ++n)
+        mk::body_frame_backward(d, r6 + n * d.R * 6, b + (n / per) * d.B, go + n * (J + K) * 3, o6 + n * d.R * 6,
+                                ob + n * d.B, ot + n * 3, f, gf);
+    });
+  });
+  if (per == 1) return {g6, gb, gt};
+  auto gbp = at::empty_like(betas);
+  AT_DISPATCH_FLOATING_TYPES(rot6d.scalar_type(), "body_joints_betas_cpu", [&] {
+    const scalar_t* rows = gb.data_ptr<scalar_t>();
+    scalar_t* o = gbp.data_ptr<scalar_t>();
+    const int B = static_cast<int>(betas.size(1));
+    at::parallel_for(0, betas.size(0), 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t p = lo; p < hi; ++p) mk::sum_rows(rows + p * per * B, per, B, o + p * B);
+    });
+  });
+  return {g6, gbp, gt};
+}
+
+at::Tensor rot6d_to_rotvec_cpu(const at::Tensor& rot6d) {
+  mk::check_rot6d(rot6d);
+  auto out = at::empty({rot6d.size(0), 3}, rot6d.options());
+  AT_DISPATCH_FLOATING_TYPES(rot6d.scalar_type(), "rot6d_to_rotvec_cpu", [&] {
+    const scalar_t* r6 = rot6d.data_ptr<scalar_t>();
+    scalar_t* o = out.data_ptr<scalar_t>();
+    at::parallel_for(0, rot6d.size(0), 256, [&](int64_t lo, int64_t hi) {
+      for (int64_t n = lo; n < hi; ++n) mk::rot6d_to_rotvec_one(r6 + 6 * n, o + 3 * n);
+    });
+  });
+  return out;
+}
+
+at::Tensor rot6d_to_rotvec_backward_cpu(const at::Tensor& grad, const at::Tensor& rot6d) {
+  mk::check_rot6d(rot6d);
+  auto g = grad.contiguous();
+  auto out = at::empty_like(rot6d);
+  AT_DISPATCH_FLOATING_TYPES(rot6d.scalar_type(), "rot6d_to_rotvec_backward_cpu", [&] {
+    const scalar_t* r6 = rot6d.data_ptr<scalar_t>();
+    const scalar_t* gr = g.data_ptr<scalar_t>();
+    scalar_t* o = out.data_ptr<scalar_t>();
+    at::parallel_for(0, rot6d.size(0), 256, [&](int64_t lo, int64_t hi) {
+      for (int64_t n = lo; n < hi; ++n) mk::rot6d_to_rotvec_one_backward(r6 + 6 * n, gr + 3 * n, o + 6 * n);
+    });
+  });
+  return out;
+}
+
+std::tuple<at::Tensor, at::Tensor> robust_reprojection_cpu(const at::Tensor& joints, const at::Tensor& R,
+                                                           const at::Tensor& t, const at::Tensor& params,
+                                                           const at::Tensor& theta_max, const at::Tensor& obs,
+                                                           const at::Tensor& weight, double sigma) {
+  auto s = mk::check_reprojection_inputs(joints, R, t, params, theta_max, obs, weight);
+  auto partial = at::empty({s.P, s.M, 2}, joints.options());
+  AT_DISPATCH_FLOATING_TYPES(joints.scalar_type(), "robust_reprojection_cpu", [&] {
+    const scalar_t *X = joints.data_ptr<scalar_t>(), *Rp = R.data_ptr<scalar_t>(), *tp = t.data_ptr<scalar_t>();
+    const scalar_t *pp = params.data_ptr<scalar_t>(), *tm = theta_max.data_ptr<scalar_t>();
+    const scalar_t *ob = obs.data_ptr<scalar_t>(), *w = weight.data_ptr<scalar_t>();
+    scalar_t* part = partial.data_ptr<scalar_t>();
+    const int V = s.V, J = s.J;
+    at::parallel_for(0, s.P * s.M, 8, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const int64_t p = i / s.M;
+        mk::reprojection_frame(X + i * J * 3, Rp + p * V * 9, tp + p * V * 3, pp + p * V * 8, tm + p * V,
+                               ob + i * V * J * 2, w + i * V * J, V, J, static_cast<scalar_t>(sigma), part + 2 * i,
+                               part + 2 * i + 1);
+      }
+    });
+  });
+  return reduce(partial, 1, mk::kReprojectionClamp, {s.P});
+}
+
+at::Tensor robust_reprojection_backward_cpu(const at::Tensor& grad, const at::Tensor& den, const at::Tensor& joints,
+                                            const at::Tensor& R, const at::Tensor& t, const at::Tensor& params,
+                                            const at::Tensor& theta_max, const at::Tensor& obs,
+                                            const at::Tensor& weight, double sigma) {
+  auto s = mk::check_reprojection_inputs(joints, R, t, params, theta_max, obs, weight);
+  auto g = grad.contiguous();
+  auto out = at::empty_like(joints);
+  AT_DISPATCH_FLOATING_TYPES(joints.scalar_type(), "robust_reprojection_backward_cpu", [&] {
+    const scalar_t *X = joints.data_ptr<scalar_t>(), *Rp = R.data_ptr<scalar_t>(), *tp = t.data_ptr<scalar_t>();
+    const scalar_t *pp = params.data_ptr<scalar_t>(), *tm = theta_max.data_ptr<scalar_t>();
+    const scalar_t *ob = obs.data_ptr<scalar_t>(), *w = weight.data_ptr<scalar_t>();
+    const scalar_t *gp = g.data_ptr<scalar_t>(), *dp = den.data_ptr<scalar_t>();
+    scalar_t* o = out.data_ptr<scalar_t>();
+    const int V = s.V, J = s.J;
+    at::parallel_for(0, s.P * s.M, 8, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const int64_t p = i / s.M;
+        mk::reprojection_frame_backward(X + i * J * 3, Rp + p * V * 9, tp + p * V * 3, pp + p * V * 8, tm + p * V,
+                                        ob + i * V * J * 2, w + i * V * J, V, J, static_cast<scalar_t>(sigma),
+                                        mk::mean_scale(gp, dp, p, mk::kReprojectionClamp),
+                                        o + i * J * 3);
+      }
+    });
+  });
+  return out;
+}
+
+std::tuple<at::Tensor, at::Tensor> prior_terms_cpu(const at::Tensor& J, const at::Tensor& coco, const at::Tensor& tri,
+                                                   const at::Tensor& tri_w, const at::Tensor& fm,
+                                                   const at::Tensor& fps, const at::Tensor& go6, const at::Tensor& rv,
+                                                   const at::Tensor& limits, double sigma3, int64_t n_acc) {
+  auto s = mk::check_prior_inputs(J, coco, tri, tri_w, fm, fps, go6, rv, limits, n_acc);
+  constexpr int K = mk::kPriorTerms;
+  auto partial = at::empty({s.P, s.M, 2 * K}, J.options());
+  AT_DISPATCH_FLOATING_TYPES(J.scalar_type(), "prior_terms_cpu", [&] {
+    auto d = mk::prior_data<scalar_t>(J, coco, tri, tri_w, fm, go6, rv, limits, s, static_cast<scalar_t>(sigma3),
+                                      n_acc);
+    const scalar_t* f = fps.data_ptr<scalar_t>();
+    scalar_t* part = partial.data_ptr<scalar_t>();
+    at::parallel_for(0, s.P * s.M, 16, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        auto dp = mk::prior_problem(d, i / s.M, f);
+        mk::prior_terms_frame(dp, i % s.M, part + i * 2 * K, part + i * 2 * K + K);
+      }
+    });
+  });
+  return reduce(partial, K, mk::kPriorClamp, {s.P, K});
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> prior_terms_backward_cpu(
+    const at::Tensor& grad, const at::Tensor& den, const at::Tensor& J, const at::Tensor& coco, const at::Tensor& tri,
+    const at::Tensor& tri_w, const at::Tensor& fm, const at::Tensor& fps, const at::Tensor& go6, const at::Tensor& rv,
+    const at::Tensor& limits, double sigma3, int64_t n_acc) {
+  auto s = mk::check_prior_inputs(J, coco, tri, tri_w, fm, fps, go6, rv, limits, n_acc);
+  auto g = grad.contiguous();
+  auto gJ = at::empty_like(J);
+  auto ggo = at::zeros_like(go6);  // only joint 0 (the global orientation) gets a gradient
+  auto grv = at::empty_like(rv);
+  AT_DISPATCH_FLOATING_TYPES(J.scalar_type(), "prior_terms_backward_cpu", [&] {
+    auto d = mk::prior_data<scalar_t>(J, coco, tri, tri_w, fm, go6, rv, limits, s, static_cast<scalar_t>(sigma3),
+                                      n_acc);
+    const scalar_t *f = fps.data_ptr<scalar_t>(), *gp = g.data_ptr<scalar_t>(), *dn = den.data_ptr<scalar_t>();
+    scalar_t *oJ = gJ.data_ptr<scalar_t>(), *ogo = ggo.data_ptr<scalar_t>(), *orv = grv.data_ptr<scalar_t>();
+    at::parallel_for(0, s.P * s.M, 16, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const int64_t p = i / s.M;
+        auto dp = mk::prior_problem(d, p, f);
+        scalar_t sc[mk::kPriorTerms];
+        for (int k = 0; k < mk::kPriorTerms; ++k) sc[k] = mk::mean_scale(gp, dn, p * mk::kPriorTerms + k, mk::kPriorClamp);
+        mk::prior_terms_frame_backward(dp, i % s.M, sc, oJ + i * s.Jn * 3, ogo + i * d.R6 * 6,
+                                       orv + i * s.NR * 3);
+      }
+    });
+  });
+  return {gJ, ggo, grv};
+}
+
+}  // namespace
+
+TORCH_LIBRARY(motionkit, m) {
+  m.def(
+      "body_joints(Tensor rot6d, Tensor betas, Tensor transl, Tensor J_template, Tensor J_shapedirs, "
+      "Tensor kp_template, Tensor kp_shapedirs, Tensor kp_posedirs, Tensor kp_weights, Tensor parents) -> Tensor");
+  m.def(
+      "body_joints_backward(Tensor grad, Tensor rot6d, Tensor betas, Tensor J_template, Tensor J_shapedirs, "
+      "Tensor kp_template, Tensor kp_shapedirs, Tensor kp_posedirs, Tensor kp_weights, Tensor parents) "
+      "-> (Tensor, Tensor, Tensor)");
+  m.def("rot6d_to_rotvec(Tensor rot6d) -> Tensor");
+  m.def("rot6d_to_rotvec_backward(Tensor grad, Tensor rot6d) -> Tensor");
+  m.def(
+      "robust_reprojection(Tensor joints, Tensor R, Tensor t, Tensor params, Tensor theta_max, Tensor obs, "
+      "Tensor weight, float sigma) -> (Tensor, Tensor)");
+  m.def(
+      "prior_terms(Tensor J, Tensor coco, Tensor tri, Tensor tri_w, Tensor fm, Tensor fps, Tensor go6, Tensor rv, "
+      "Tensor limits, float sigma3, int n_acc) -> (Tensor, Tensor)");
+  m.def(
+      "prior_terms_backward(Tensor grad, Tensor den, Tensor J, Tensor coco, Tensor tri, Tensor tri_w, Tensor fm, "
+      "Tensor fps, Tensor go6, Tensor rv, Tensor limits, float sigma3, int n_acc) -> (Tensor, Tensor, Tensor)");
+  m.def(
+      "robust_reprojection_backward(Tensor grad, Tensor den, Tensor joints, Tensor R, Tensor t, Tensor params, "
+      "Tensor theta_max, Tensor obs, Tensor weight, float sigma) -> Tensor");
+}
+
+TORCH_LIBRARY_IMPL(motionkit, CPU, m) {
+  m.impl("body_joints", &body_joints_cpu);
+  m.impl("body_joints_backward", &body_joints_backward_cpu);
+  m.impl("rot6d_to_rotvec", &rot6d_to_rotvec_cpu);
+  m.impl("rot6d_to_rotvec_backward", &rot6d_to_rotvec_backward_cpu);
+  m.impl("robust_reprojection", &robust_reprojection_cpu);
+  m.impl("robust_reprojection_backward", &robust_reprojection_backward_cpu);
+  m.impl("prior_terms", &prior_terms_cpu);
+  m.impl("prior_terms_backward", &prior_terms_backward_cpu);
+}

@@ -1,0 +1,272 @@
+// motionkit fused operators: CUDA implementations (one thread per frame), registered for the CUDA
+// dispatch key of the schemas defined in ops_cpu.cpp. The math is the CPU's (mk_body.h).
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/library.h>
+
+#include "mk_body.h"
+#include "mk_checks.h"
+
+namespace {
+
+constexpr int kThreads = 128;
+
+inline int blocks_for(int64_t n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
+
+template <typename T>
+__global__ void body_forward_kernel(mk::BodyData<T> d, const T* r6, const T* betas, const T* transl, T* out,
+                                    int64_t N, int64_t per) {
+  const int64_t n = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (n >= N) return;
+  mk::BodyFrame<T> f;
+  mk::body_frame_forward(d, r6 + n * d.R * 6, betas + (n / per) * d.B, transl + n * 3, out + n * (d.J + d.K) * 3, f);
+}
+
+template <typename T>
+__global__ void body_backward_kernel(mk::BodyData<T> d, const T* r6, const T* betas, const T* gout, T* g6, T* gb,
+                                     T* gt, int64_t N, int64_t per) {
+  const int64_t n = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (n >= N) return;
+  mk::BodyFrame<T> f, g;
+  mk::body_frame_backward(d, r6 + n * d.R * 6, betas + (n / per) * d.B, gout + n * (d.J + d.K) * 3, g6 + n * d.R * 6,
+                          gb + n * d.B, gt + n * 3, f, g);
+}
+
+template <typename T>
+__global__ void rotvec_kernel(const T* r6, T* out, int64_t N) {
+  const int64_t n = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (n < N) mk::rot6d_to_rotvec_one(r6 + 6 * n, out + 3 * n);
+}
+
+template <typename T>
+__global__ void rotvec_backward_kernel(const T* r6, const T* g, T* out, int64_t N) {
+  const int64_t n = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (n < N) mk::rot6d_to_rotvec_one_backward(r6 + 6 * n, g + 3 * n, out + 6 * n);
+}
+
+template <typename T>
+__global__ void reprojection_kernel(const T* X, const T* R, const T* t, const T* prm, const T* tmax, const T* obs,
+                                    const T* w, int64_t PM, int64_t M, int V, int J, T sigma, T* part) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= PM) return;
+  const int64_t p = i / M;
+  mk::reprojection_frame(X + i * J * 3, R + p * V * 9, t + p * V * 3, prm + p * V * 8, tmax + p * V,
+                         obs + i * V * J * 2, w + i * V * J, V, J, sigma, part + 2 * i, part + 2 * i + 1);
+}
+
+template <typename T>
+__global__ void reprojection_backward_kernel(const T* X, const T* R, const T* t, const T* prm, const T* tmax,
+                                             const T* obs, const T* w, int64_t PM, int64_t M, int V, int J, T sigma,
+                                             const T* grad, const T* den, T* out) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= PM) return;
+  const int64_t p = i / M;
+  mk::reprojection_frame_backward(X + i * J * 3, R + p * V * 9, t + p * V * 3, prm + p * V * 8, tmax + p * V,
+                                  obs + i * V * J * 2, w + i * V * J, V, J, sigma,
+                                  mk::mean_scale(grad, den, p, mk::kReprojectionClamp), out + i * J * 3);
+}
+
+template <typename T>
+__global__ void prior_kernel(mk::PriorData<T> d, const T* fps, int64_t P, T* part) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= P * d.M) return;
+  constexpr int K = mk::kPriorTerms;
+  auto dp = mk::prior_problem(d, i / d.M, fps);
+  mk::prior_terms_frame(dp, i % d.M, part + i * 2 * K, part + i * 2 * K + K);
+}
+
+template <typename T>
+__global__ void prior_backward_kernel(mk::PriorData<T> d, const T* fps, int64_t P, const T* grad, const T* den, T* gJ,
+                                      T* ggo, T* grv) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= P * d.M) return;
+  const int64_t p = i / d.M;
+  auto dp = mk::prior_problem(d, p, fps);
+  T sc[mk::kPriorTerms];
+  for (int k = 0; k < mk::kPriorTerms; ++k) sc[k] = mk::mean_scale(grad, den, p * mk::kPriorTerms + k, mk::kPriorClamp);
+  mk::prior_terms_frame_backward(dp, i % d.M, sc, gJ + i * d.Jn * 3, ggo + i * d.R6 * 6,
+                                 grv + i * d.NR * 3);
+}
+
+template <typename T>
+__global__ void reduce_kernel(const T* part, int64_t P, int64_t M, int K, double clamp, T* out, T* den) {
+  const int64_t p = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (p < P) mk::reduce_problem(part + p * M * 2 * K, M, K, clamp, out + p * K, den + p * K);
+}
+
+template <typename T>
+__global__ void sum_rows_kernel(const T* rows, int64_t P, int64_t per, int B, T* out) {
+  const int64_t p = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (p < P) mk::sum_rows(rows + p * per * B, per, B, out + p * B);
+}
+
+#define MK_LAUNCH(kernel, n, ...)                                                                  \
+  if ((n) > 0) {                                                                                   \
+    kernel<<<blocks_for(n), kThreads, 0, c10::cuda::getCurrentCUDAStream()>>>(__VA_ARGS__);         \
+    C10_CUDA_KERNEL_LAUNCH_CHECK();                                                                \
+  }
+
+// per-frame partial sums (P, M, 2K) -> (means, denominators), each of shape `shape` (P,) or (P, K)
+std::tuple<at::Tensor, at::Tensor> reduce(const at::Tensor& partial, int K, double clamp, at::IntArrayRef shape) {
+  auto out = at::empty(shape, partial.options());
+  auto den = at::empty(shape, partial.options());
+  AT_DISPATCH_FLOATING_TYPES(partial.scalar_type(), "reduce_cuda", [&] {
+    MK_LAUNCH(reduce_kernel<scalar_t>, partial.size(0), partial.data_ptr<scalar_t>(), partial.size(0),
+              partial.size(1), K, clamp, out.data_ptr<scalar_t>(), den.data_ptr<scalar_t>());
+  });
+  return {out, den};
+}
+
+at::Tensor body_joints_cuda(const at::Tensor& rot6d, const at::Tensor& betas, const at::Tensor& transl,
+                            const at::Tensor& J_template, const at::Tensor& J_shapedirs, const at::Tensor& kp_template,
+                            const at::Tensor& kp_shapedirs, const at::Tensor& kp_posedirs,
+                            const at::Tensor& kp_weights, const at::Tensor& parents) {
+  mk::check_body_inputs(rot6d, betas, transl, J_template, J_shapedirs, kp_template, kp_shapedirs, kp_posedirs,
+                        kp_weights, parents);
+  c10::cuda::CUDAGuard guard(rot6d.device());
+  const int64_t N = rot6d.size(0);
+  const int J = J_template.size(0), K = kp_template.size(0);
+  auto out = at::empty({N, J + K, 3}, rot6d.options());
+  AT_DISPATCH_FLOATING_TYPES(rot6d.scalar_type(), "body_joints_cuda", [&] {
+    auto d = mk::body_data<scalar_t>(J_template, J_shapedirs, kp_template, kp_shapedirs, kp_posedirs, kp_weights,
+                                     parents, rot6d.size(1));
+    MK_LAUNCH(body_forward_kernel<scalar_t>, N, d, rot6d.data_ptr<scalar_t>(), betas.data_ptr<scalar_t>(),
+              transl.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), N, N / betas.size(0));
+  });
+  return out;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> body_joints_backward_cuda(
+    const at::Tensor& grad_out, const at::Tensor& rot6d, const at::Tensor& betas, const at::Tensor& J_template,
+    const at::Tensor& J_shapedirs, const at::Tensor& kp_template, const at::Tensor& kp_shapedirs,
+    const at::Tensor& kp_posedirs, const at::Tensor& kp_weights, const at::Tensor& parents) {
+  auto transl = at::zeros({rot6d.size(0), 3}, rot6d.options());
+  mk::check_body_inputs(rot6d, betas, transl, J_template, J_shapedirs, kp_template, kp_shapedirs, kp_posedirs,
+                        kp_weights, parents);
+  c10::cuda::CUDAGuard guard(rot6d.device());
+  const int64_t N = rot6d.size(0);
+  auto g = grad_out.contiguous();
+  auto g6 = at::empty_like(rot6d);
+  auto gb = at::empty({N, betas.size(1)}, rot6d.options());  // per frame, summed over shared rows below
+  auto gt = at::empty({N, 3}, rot6d.options());
+  const int64_t per = N / betas.size(0);
+  AT_DISPATCH_FLOATING_TYPES(rot6d.scalar_type(), "body_joints_backward_cuda", [&] {
+    auto d = mk::body_data<scalar_t>(J_template, J_shapedirs, kp_template, kp_shapedirs, kp_posedirs, kp_weights,
+                                     parents, rot6d.size(1));
+    MK_LAUNCH(body_backward_kernel<scalar_t>, N, d, rot6d.data_ptr<scalar_t>(), betas.data_ptr<scalar_t>(),
+              g.data_ptr<scalar_t>(), g6.data_ptr<scalar_t>(), gb.data_ptr<scalar_t>(), gt.data_ptr<scalar_t>(), N, per);
+  });
+  if (per == 1) return {g6, gb, gt};
+  auto gbp = at::empty_like(betas);
+  AT_DISPATCH_FLOATING_TYPES(rot6d.scalar_type(), "body_joints_betas_cuda", [&] {
+    MK_LAUNCH(sum_rows_kernel<scalar_t>, betas.size(0), gb.data_ptr<scalar_t>(), betas.size(0), per,
+              static_cast<int>(betas.size(1)), gbp.data_ptr<scalar_t>());
+  });
+  return {g6, gbp, gt};
+}
+
+at::Tensor rot6d_to_rotvec_cuda(const at::Tensor& rot6d) {
+  mk::check_rot6d(rot6d);
+  c10::cuda::CUDAGuard guard(rot6d.device());
+  auto out = at::empty({rot6d.size(0), 3}, rot6d.options());
+  AT_DISPATCH_FLOATING_TYPES(rot6d.scalar_type(), "rot6d_to_rotvec_cuda", [&] {
+    MK_LAUNCH(rotvec_kernel<scalar_t>, rot6d.size(0), rot6d.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(),
+              rot6d.size(0));
+  });
+  return out;
+}
+
+at::Tensor rot6d_to_rotvec_backward_cuda(const at::Tensor& grad, const at::Tensor& rot6d) {
+  mk::check_rot6d(rot6d);
+  c10::cuda::CUDAGuard guard(rot6d.device());
+  auto g = grad.contiguous();
+  auto out = at::empty_like(rot6d);
+  AT_DISPATCH_FLOATING_TYPES(rot6d.scalar_type(), "rot6d_to_rotvec_backward_cuda", [&] {
+    MK_LAUNCH(rotvec_backward_kernel<scalar_t>, rot6d.size(0), rot6d.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(),
+              out.data_ptr<scalar_t>(), rot6d.size(0));
+  });
+  return out;
+}
+
+std::tuple<at::Tensor, at::Tensor> robust_reprojection_cuda(const at::Tensor& joints, const at::Tensor& R,
+                                                            const at::Tensor& t, const at::Tensor& params,
+                                                            const at::Tensor& theta_max, const at::Tensor& obs,
+                                                            const at::Tensor& weight, double sigma) {
+  auto s = mk::check_reprojection_inputs(joints, R, t, params, theta_max, obs, weight);
+  c10::cuda::CUDAGuard guard(joints.device());
+  auto partial = at::empty({s.P, s.M, 2}, joints.options());
+  AT_DISPATCH_FLOATING_TYPES(joints.scalar_type(), "robust_reprojection_cuda", [&] {
+    MK_LAUNCH(reprojection_kernel<scalar_t>, s.P * s.M, joints.data_ptr<scalar_t>(), R.data_ptr<scalar_t>(),
+              t.data_ptr<scalar_t>(), params.data_ptr<scalar_t>(), theta_max.data_ptr<scalar_t>(),
+              obs.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(), s.P * s.M, s.M, s.V, s.J,
+              static_cast<scalar_t>(sigma), partial.data_ptr<scalar_t>());
+  });
+  return reduce(partial, 1, mk::kReprojectionClamp, {s.P});
+}
+
+at::Tensor robust_reprojection_backward_cuda(const at::Tensor& grad, const at::Tensor& den, const at::Tensor& joints,
+                                             const at::Tensor& R, const at::Tensor& t, const at::Tensor& params,
+                                             const at::Tensor& theta_max, const at::Tensor& obs,
+                                             const at::Tensor& weight, double sigma) {
+  auto s = mk::check_reprojection_inputs(joints, R, t, params, theta_max, obs, weight);
+  c10::cuda::CUDAGuard guard(joints.device());
+  auto g = grad.contiguous();
+  auto out = at::empty_like(joints);
+  AT_DISPATCH_FLOATING_TYPES(joints.scalar_type(), "robust_reprojection_backward_cuda", [&] {
+    MK_LAUNCH(reprojection_backward_kernel<scalar_t>, s.P * s.M, joints.data_ptr<scalar_t>(), R.data_ptr<scalar_t>(),
+              t.data_ptr<scalar_t>(), params.data_ptr<scalar_t>(), theta_max.data_ptr<scalar_t>(),
+              obs.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(), s.P * s.M, s.M, s.V, s.J,
+              static_cast<scalar_t>(sigma), g.data_ptr<scalar_t>(), den.data_ptr<scalar_t>(), out.data_ptr<scalar_t>());
+  });
+  return out;
+}
+
+std::tuple<at::Tensor, at::Tensor> prior_terms_cuda(const at::Tensor& J, const at::Tensor& coco, const at::Tensor& tri,
+                                                    const at::Tensor& tri_w, const at::Tensor& fm,
+                                                    const at::Tensor& fps, const at::Tensor& go6, const at::Tensor& rv,
+                                                    const at::Tensor& limits, double sigma3, int64_t n_acc) {
+  auto s = mk::check_prior_inputs(J, coco, tri, tri_w, fm, fps, go6, rv, limits, n_acc);
+  c10::cuda::CUDAGuard guard(J.device());
+  auto partial = at::empty({s.P, s.M, 2 * mk::kPriorTerms}, J.options());
+  AT_DISPATCH_FLOATING_TYPES(J.scalar_type(), "prior_terms_cuda", [&] {
+    auto d = mk::prior_data<scalar_t>(J, coco, tri, tri_w, fm, go6, rv, limits, s, static_cast<scalar_t>(sigma3),
+                                      n_acc);
+    MK_LAUNCH(prior_kernel<scalar_t>, s.P * s.M, d, fps.data_ptr<scalar_t>(), s.P, partial.data_ptr<scalar_t>());
+  });
+  return reduce(partial, mk::kPriorTerms, mk::kPriorClamp, {s.P, mk::kPriorTerms});
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> prior_terms_backward_cuda(
+    const at::Tensor& grad, const at::Tensor& den, const at::Tensor& J, const at::Tensor& coco, const at::Tensor& tri,
+    const at::Tensor& tri_w, const at::Tensor& fm, const at::Tensor& fps, const at::Tensor& go6, const at::Tensor& rv,
+    const at::Tensor& limits, double sigma3, int64_t n_acc) {
+  auto s = mk::check_prior_inputs(J, coco, tri, tri_w, fm, fps, go6, rv, limits, n_acc);
+  c10::cuda::CUDAGuard guard(J.device());
+  auto g = grad.contiguous();
+  auto gJ = at::empty_like(J);
+  auto ggo = at::zeros_like(go6);  // only joint 0 (the global orientation) gets a gradient
+  auto grv = at::empty_like(rv);
+  AT_DISPATCH_FLOATING_TYPES(J.scalar_type(), "prior_terms_backward_cuda", [&] {
+    auto d = mk::prior_data<scalar_t>(J, coco, tri, tri_w, fm, go6, rv, limits, s, static_cast<scalar_t>(sigma3),
+                                      n_acc);
+    MK_LAUNCH(prior_backward_kernel<scalar_t>, s.P * s.M, d, fps.data_ptr<scalar_t>(), s.P,
+              g.data_ptr<scalar_t>(), den.data_ptr<scalar_t>(), gJ.data_ptr<scalar_t>(), ggo.data_ptr<scalar_t>(), grv.data_ptr<scalar_t>());
+  });
+  return {gJ, ggo, grv};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(motionkit, CUDA, m) {
+  m.impl("body_joints", &body_joints_cuda);
+  m.impl("body_joints_backward", &body_joints_backward_cuda);
+  m.impl("rot6d_to_rotvec", &rot6d_to_rotvec_cuda);
+  m.impl("rot6d_to_rotvec_backward", &rot6d_to_rotvec_backward_cuda);
+  m.impl("robust_reprojection", &robust_reprojection_cuda);
+  m.impl("robust_reprojection_backward", &robust_reprojection_backward_cuda);
+  m.impl("prior_terms", &prior_terms_cuda);
+  m.impl("prior_terms_backward", &prior_terms_backward_cuda);
+}

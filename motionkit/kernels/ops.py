@@ -1,0 +1,132 @@
+"""Differentiable entry points of the fused operators (analytic backward in C++/CUDA).
+
+Every function here has a torch reference with the same semantics, tested for parity:
+``body_joints`` ~ ``BodyModel.forward`` after ``roma.special_gramschmidt``; ``rot6d_to_rotvec`` ~
+``roma.rotmat_to_rotvec(roma.special_gramschmidt(.))``; ``robust_reprojection`` ~
+``motionkit.body.fitting.reprojection_loss``; ``prior_terms`` ~ ``motionkit.body.fitting.prior_terms``.
+Call ``motionkit.kernels.ensure_loaded()`` first.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from motionkit.conventions import SMPLX_JOINT_LIMITS
+
+_registered = False
+
+
+def register_autograd() -> None:
+    """Attach the analytic backward passes to the loaded operators (once)."""
+    global _registered
+    if _registered:
+        return
+    lib = torch.library
+
+    def body_setup(ctx, inputs, output):
+        ctx.save_for_backward(*inputs[:2], *inputs[3:])
+
+    def body_backward(ctx, grad):
+        rot6d, betas, *model = ctx.saved_tensors
+        g6, gb, gt = torch.ops.motionkit.body_joints_backward(grad, rot6d, betas, *model)
+        return (g6, gb, gt) + (None,) * 7
+
+    lib.register_autograd("motionkit::body_joints", body_backward, setup_context=body_setup)
+
+    def rotvec_setup(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+
+    def rotvec_backward(ctx, grad):
+        return torch.ops.motionkit.rot6d_to_rotvec_backward(grad, ctx.saved_tensors[0])
+
+    lib.register_autograd("motionkit::rot6d_to_rotvec", rotvec_backward, setup_context=rotvec_setup)
+
+    def rep_setup(ctx, inputs, output):
+        ctx.sigma = inputs[-1]
+        ctx.save_for_backward(output[1], *inputs[:-1])
+
+    def rep_backward(ctx, grad_loss, grad_den):
+        den, *inp = ctx.saved_tensors
+        g = torch.ops.motionkit.robust_reprojection_backward(grad_loss.contiguous(), den, *inp, ctx.sigma)
+        return (g,) + (None,) * 7
+
+    lib.register_autograd("motionkit::robust_reprojection", rep_backward, setup_context=rep_setup)
+
+    def prior_setup(ctx, inputs, output):
+        ctx.scalars = inputs[-2:]
+        ctx.save_for_backward(output[1], *inputs[:-2])
+
+    def prior_backward(ctx, grad_terms, grad_den):
+        den, *inp = ctx.saved_tensors
+        gJ, ggo, grv = torch.ops.motionkit.prior_terms_backward(grad_terms.contiguous(), den, *inp, *ctx.scalars)
+        return gJ, None, None, None, None, None, ggo, grv, None, None, None
+
+    lib.register_autograd("motionkit::prior_terms", prior_backward, setup_context=prior_setup)
+    _registered = True
+
+
+def body_joints(rot6d: torch.Tensor, betas: torch.Tensor, transl: torch.Tensor, model: dict) -> torch.Tensor:
+    """Posed SMPL-X joints and landmarks.
+
+    Args:
+        rot6d: ``(N, R, 3, 2)`` first two columns of the local rotations of joints ``0..R-1`` (global
+            orientation first); the other joints keep identity local rotations.
+        betas: ``(N, B)``, or ``(P, B)`` shared by ``N / P`` consecutive frames (one take's shape);
+            transl: ``(N, 3)`` metres.
+        model: tensors ``J_template (J, 3)``, ``J_shapedirs (J, 3, B)``, ``kp_template (K, 3)``,
+            ``kp_shapedirs (K, 3, B)``, ``kp_posedirs (>= (R-1) 9, 3K)``, ``kp_weights (K, J)``,
+            ``parents (J,)`` int64 (``BodyModel.kernel_tensors()``).
+
+    Returns:
+        ``(N, J + K, 3)`` in the frame of the global orientation, plus ``transl``.
+    """
+    register_autograd()
+    return torch.ops.motionkit.body_joints(
+        rot6d.contiguous(), betas.contiguous(), transl.contiguous(), model["J_template"], model["J_shapedirs"],
+        model["kp_template"], model["kp_shapedirs"], model["kp_posedirs"], model["kp_weights"], model["parents"],
+    )  # fmt: skip
+
+
+def rot6d_to_rotvec(rot6d: torch.Tensor) -> torch.Tensor:
+    """``(..., 3, 2)`` 6D rotations -> ``(..., 3)`` shortest-arc rotation vectors (radians)."""
+    register_autograd()
+    flat = rot6d.reshape(-1, 3, 2).contiguous()
+    return torch.ops.motionkit.rot6d_to_rotvec(flat).reshape(*rot6d.shape[:-2], 3)
+
+
+def robust_reprojection(joints, R_cw, t_cw, params, theta_max, obs_px, weight, sigma: float) -> torch.Tensor:
+    """Per-problem robust KB3 reprojection loss ``(P,)``: ``sum w GMoF(r^2) / sum w`` (see
+    ``motionkit.body.fitting.reprojection_loss``), fused in one pass.
+
+    ``joints (P, M, J, 3)`` world; ``R_cw (P, V, 3, 3)``, ``t_cw (P, V, 3)``, ``params (P, V, 8)``,
+    ``theta_max (P, V)``; ``obs_px (P, M, V, J, 2)``; ``weight (P, M, V, J)``. Gradient w.r.t. ``joints``
+    only (cameras and observations are constants of the fit).
+    """
+    register_autograd()
+    c = [x.contiguous() for x in (joints, R_cw, t_cw, params, theta_max, obs_px, weight)]
+    return torch.ops.motionkit.robust_reprojection(*c, float(sigma))[0]
+
+
+_limit_tables: dict = {}
+
+
+def _limit_table(limits, n_rot: int, like: torch.Tensor) -> torch.Tensor:
+    """``(L, 4)`` tensor (rv column, axis, lower, upper) of ``limits`` on ``like``'s device and dtype,
+    built and checked once per (limits, device, dtype): no host-to-device copy per iteration."""
+    key = (tuple(limits), n_rot, like.device, like.dtype)
+    if key not in _limit_tables:
+        rows = [(j - 1, axis, lo, hi) for j, axis, lo, hi in limits]
+        if any(not (0 <= r[0] < n_rot and 0 <= r[1] < 3) for r in rows):
+            raise ValueError(f"joint limits {limits} name joints outside 1..{n_rot} or axes outside 0..2")
+        _limit_tables[key] = torch.tensor(rows, dtype=like.dtype).reshape(-1, 4).to(like.device)
+    return _limit_tables[key]
+
+
+def prior_terms(J, coco, tri, tri_w, fm, fps, rot6d, rv, sigma_3d: float, limits=None, n_acc: int = 55) -> torch.Tensor:
+    """The fit's terms besides the reprojection, ``(P, 5)``, fused: same arguments and result as
+    ``motionkit.body.fitting.prior_terms`` (3D agreement, acceleration, orientation change, pose,
+    joint limits). Gradients w.r.t. ``J``, ``rot6d`` (its joint 0, the root) and ``rv``."""
+    register_autograd()
+    table = _limit_table(SMPLX_JOINT_LIMITS if limits is None else limits, rv.shape[-2], J)
+    c = [x.contiguous() for x in (J, coco, tri, tri_w, fm, fps, rot6d, rv)]
+    return torch.ops.motionkit.prior_terms(*c, table, float(sigma_3d), int(n_acc))[0]

@@ -1,0 +1,227 @@
+"""The fused operators of csrc/: analytic gradients against finite differences (float64), forward and
+backward against the torch reference path, CUDA against CPU, clear errors on bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import roma
+import torch
+
+from motionkit import kernels
+from motionkit.body.fitting import prior_terms, reprojection_loss
+from motionkit.body.model import BodyModel
+from motionkit.geometry.camera import look_at
+from motionkit.geometry.fisheye import kb3_project_torch, theta_max_np
+from motionkit.kernels import ops
+
+F64 = torch.float64
+
+
+@pytest.fixture(scope="module", autouse=True)
+def loaded():
+    st = kernels.ensure_loaded()
+    assert st["cpu"], f"the CPU operators must build wherever a C++ compiler exists: {st['error']}"
+    return st
+
+
+def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    a, b = a.detach(), b.detach()
+    return float((a - b).abs().max() / b.abs().max().clamp_min(1e-30))
+
+
+def _rot6d(n: int, joints: int, gen: torch.Generator, spread: float = 0.6) -> torch.Tensor:
+    """Random 6D inputs (not orthonormal: Gram-Schmidt must be differentiated too)."""
+    rv = spread * torch.randn(n, joints, 3, generator=gen, dtype=F64)
+    r6 = roma.rotvec_to_rotmat(rv)[..., :2]
+    return (r6 * (1 + 0.3 * torch.rand(n, joints, 1, 2, generator=gen, dtype=F64))).contiguous()
+
+
+def _body_inputs(n: int, seed: int = 0):
+    gen = torch.Generator().manual_seed(seed)
+    r6 = _rot6d(n, 22, gen).requires_grad_(True)
+    betas = torch.randn(n, 10, generator=gen, dtype=F64).requires_grad_(True)
+    transl = torch.randn(n, 3, generator=gen, dtype=F64).requires_grad_(True)
+    return r6, betas, transl
+
+
+@pytest.fixture(scope="module")
+def body64() -> BodyModel:
+    return BodyModel(dtype=F64)  # all 21 landmarks: every skinning path is exercised
+
+
+def test_body_joints_equal_the_torch_body_model_forward_and_backward(body64):
+    r6, betas, transl = _body_inputs(6)
+    R = roma.special_gramschmidt(r6)
+    ref = body64(betas, R[:, 0], R[:, 1:], transl)
+    out = ops.body_joints(r6, betas, transl, body64.kernel_tensors())
+    assert out.shape == ref.shape == (6, 55 + 21, 3)
+    assert _rel(out, ref) < 1e-12
+    g = torch.randn_like(ref)
+    g_ref = torch.autograd.grad((ref * g).sum(), (r6, betas, transl))
+    g_out = torch.autograd.grad((out * g).sum(), (r6, betas, transl))
+    for a, b in zip(g_out, g_ref, strict=True):
+        assert _rel(a, b) < 1e-10
+
+
+def test_body_joints_gradcheck(body64):
+    r6, betas, transl = _body_inputs(2, seed=1)
+    model = body64.kernel_tensors()
+    assert torch.autograd.gradcheck(lambda a, b, c: ops.body_joints(a, b, c, model), (r6, betas, transl))
+
+
+def test_rot6d_to_rotvec_matches_roma_including_identity_and_near_half_turn():
+    gen = torch.Generator().manual_seed(2)
+    r6 = _rot6d(50, 1, gen, spread=1.5)[:, 0]
+    special = roma.rotvec_to_rotmat(torch.tensor([[0.0, 0, 0], [1e-9, 0, 0], [0, 3.1, 0.1], [0, 0, math.pi - 1e-3]],
+                                                 dtype=F64))[..., :2]  # fmt: skip
+    r6 = torch.cat([r6, special]).contiguous().requires_grad_(True)
+    ref = roma.rotmat_to_rotvec(roma.special_gramschmidt(r6))
+    out = ops.rot6d_to_rotvec(r6)
+    assert _rel(out, ref) < 1e-12
+    g = torch.randn_like(ref)
+    assert _rel(torch.autograd.grad((out * g).sum(), r6)[0], torch.autograd.grad((ref * g).sum(), r6)[0]) < 1e-8
+
+
+def test_rot6d_to_rotvec_gradcheck():
+    gen = torch.Generator().manual_seed(3)
+    r6 = _rot6d(8, 1, gen, spread=1.0)[:, 0].contiguous().requires_grad_(True)
+    assert torch.autograd.gradcheck(ops.rot6d_to_rotvec, (r6,))
+
+
+def _reprojection_problem(seed: int = 4, P: int = 2, M: int = 5, V: int = 3, J: int = 17):
+    """Cameras 4 m around the origin looking at it; joints within ~1 m; observations 30 px off the
+    projections; some weights zero; one point behind a camera."""
+    gen = torch.Generator().manual_seed(seed)
+    X = 0.5 * torch.randn(P, M, J, 3, generator=gen, dtype=F64)
+    centers = torch.randn(P, V, 3, generator=gen, dtype=F64)
+    centers = 4 * centers / centers.norm(dim=-1, keepdim=True)
+    T = torch.as_tensor(np.stack([[look_at(c.numpy(), np.zeros(3)) for c in cp] for cp in centers]), dtype=F64)
+    R, t = T[..., :3, :3].contiguous(), T[..., :3, 3].contiguous()
+    params = torch.tensor([700, 690, 1900, 1400, 0.03, -0.01, 0.002, -0.0003], dtype=F64).expand(P, V, 8).contiguous()
+    tmax = torch.as_tensor(theta_max_np(params.numpy()))
+    X[0, 0, 0] = centers[0, 0] * 1.5  # behind camera 0 of problem 0: invalid, no contribution
+    pc = torch.einsum("pvij,pmkj->pmvki", R, X) + t[:, None, :, None]
+    uv = kb3_project_torch(pc, params[:, None, :, None])
+    obs = torch.nan_to_num(uv + 30 * torch.randn(uv.shape, generator=gen, dtype=F64), nan=100.0)
+    w = torch.rand(P, M, V, J, generator=gen, dtype=F64)
+    w[w < 0.2] = 0
+    return X.requires_grad_(True), R, t, params, tmax, obs, w
+
+
+def test_robust_reprojection_equals_the_torch_loss_forward_and_backward():
+    X, R, t, params, tmax, obs, w = _reprojection_problem()
+    for sigma in (100.0, 10.0):
+        ref = reprojection_loss(X, R, t, params, obs, w, sigma, tmax)
+        out = ops.robust_reprojection(X, R, t, params, tmax, obs, w, sigma)
+        assert _rel(out, ref) < 1e-12
+        g = torch.tensor([0.7, -1.3], dtype=F64)
+        assert _rel(torch.autograd.grad((out * g).sum(), X)[0], torch.autograd.grad((ref * g).sum(), X)[0]) < 1e-10
+
+
+def test_robust_reprojection_gradcheck():
+    X, R, t, params, tmax, obs, w = _reprojection_problem(seed=5, P=1, M=2, V=2, J=4)
+    assert torch.autograd.gradcheck(lambda x: ops.robust_reprojection(x, R, t, params, tmax, obs, w, 50.0), (X,))
+
+
+def _prior_problem(seed: int = 8, P: int = 2, M: int = 7):
+    """Random joints, triangulations with gaps, a padded problem (frames 5.. of problem 1), two rates."""
+    gen = torch.Generator().manual_seed(seed)
+    J = 0.3 * torch.randn(P, M, 76, 3, generator=gen, dtype=F64)
+    coco = torch.arange(17)
+    coco[0] = 60  # a landmark column, as the nose is
+    tri = J[:, :, coco] + 0.05 * torch.randn(P, M, 17, 3, generator=gen, dtype=F64)
+    tri_w = (torch.rand(P, M, 17, generator=gen, dtype=F64) > 0.3).to(F64)
+    fm = torch.ones(P, M, dtype=F64)
+    fm[-1, 5:] = 0
+    tri_w[-1, 5:] = 0
+    fps = torch.tensor([20.0, 10.0], dtype=F64)[:P]
+    rot6d = _rot6d(P * M, 4, gen).reshape(P, M, 4, 3, 2)
+    rv = 0.5 * torch.randn(P, M, 21, 3, generator=gen, dtype=F64)
+    rv[0, 0, 3, 0] = -0.4  # knee bent the forbidden way: the limit term is active
+    for x in (J, rot6d, rv):
+        x.requires_grad_(True)
+    return J, coco, tri, tri_w, fm, fps, rot6d, rv
+
+
+def test_prior_terms_equal_the_torch_reference_forward_and_backward():
+    J, coco, tri, tri_w, fm, fps, rot6d, rv = args = _prior_problem()
+    ref = prior_terms(*args, 0.1)
+    out = ops.prior_terms(*args, 0.1)
+    assert (ref[:, 4] > 0).any()  # every term is exercised
+    assert _rel(out, ref) < 1e-12
+    g = torch.randn(ref.shape, dtype=F64)
+    g_ref = torch.autograd.grad((ref * g).sum(), (J, rot6d, rv))
+    g_out = torch.autograd.grad((out * g).sum(), (J, rot6d, rv))
+    for a, b in zip(g_out, g_ref, strict=True):
+        assert _rel(a, b) < 1e-10
+
+
+def test_prior_terms_gradcheck():
+    J, coco, tri, tri_w, fm, fps, rot6d, rv = _prior_problem(seed=9, P=1, M=4)
+    J = J[:, :, :56].detach().clone().requires_grad_(True)  # 55 kinematic joints + the nose column
+    coco = torch.clamp(coco, max=55)
+
+    def fn(J, rot6d, rv):
+        return ops.prior_terms(J, coco, tri, tri_w, fm, fps, rot6d, rv, 0.1)
+
+    assert torch.autograd.gradcheck(fn, (J, rot6d, rv))
+
+
+def test_float32_matches_float64(body64):
+    r6, betas, transl = _body_inputs(4, seed=6)
+    out64 = ops.body_joints(r6, betas, transl, body64.kernel_tensors())
+    body32 = BodyModel(dtype=torch.float32)
+    out32 = ops.body_joints(r6.float(), betas.float(), transl.float(), body32.kernel_tensors())
+    assert (out32.double() - out64).abs().max() < 1e-5  # metres
+
+
+def test_bad_shapes_give_clear_errors(body64):
+    r6, betas, transl = _body_inputs(3)
+    with pytest.raises(RuntimeError, match="betas must be"):
+        ops.body_joints(r6, betas[:2], transl, body64.kernel_tensors())
+    with pytest.raises(RuntimeError, match="rot6d must have shape"):
+        ops.body_joints(r6[..., :1], betas, transl, body64.kernel_tensors())
+    with pytest.raises(RuntimeError, match="dtype"):
+        ops.body_joints(r6.float(), betas.float(), transl.float(), body64.kernel_tensors())
+    X, R, t, params, tmax, obs, w = _reprojection_problem()
+    with pytest.raises(RuntimeError, match="obs must be"):
+        ops.robust_reprojection(X, R, t, params, tmax, obs[:, :, :1], w, 100.0)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_equals_cpu(body64):
+    assert kernels.ensure_loaded(cuda=True)["cuda"], kernels.status(load=False)["error"]
+    r6, betas, transl = _body_inputs(300, seed=7)
+    model = body64.kernel_tensors()
+    cuda_model = {k: v.cuda() for k, v in model.items()}
+    out = ops.body_joints(r6, betas, transl, model)
+    g = torch.randn_like(out)
+    grads = torch.autograd.grad((out * g).sum(), (r6, betas, transl))
+    r6c, bc, tc = (x.detach().cuda().requires_grad_(True) for x in (r6, betas, transl))
+    outc = ops.body_joints(r6c, bc, tc, cuda_model)
+    gradsc = torch.autograd.grad((outc * g.cuda()).sum(), (r6c, bc, tc))
+    assert _rel(outc.cpu(), out) < 1e-12
+    for a, b in zip(gradsc, grads, strict=True):
+        assert _rel(a.cpu(), b) < 1e-10
+    rv = ops.rot6d_to_rotvec(r6)
+    assert _rel(ops.rot6d_to_rotvec(r6c).cpu(), rv) < 1e-12
+    X, R, t, params, tmax, obs, w = _reprojection_problem(P=3, M=40)
+    loss = ops.robust_reprojection(X, R, t, params, tmax, obs, w, 100.0)
+    gx = torch.autograd.grad(loss.sum(), X)[0]
+    Xc = X.detach().cuda().requires_grad_(True)
+    lossc = ops.robust_reprojection(Xc, *(a.cuda() for a in (R, t, params, tmax, obs, w)), 100.0)
+    assert _rel(lossc.cpu(), loss) < 1e-12
+    assert _rel(torch.autograd.grad(lossc.sum(), Xc)[0].cpu(), gx) < 1e-10
+    args = _prior_problem(P=2, M=30)
+    pri = ops.prior_terms(*args, 0.1)
+    grads = torch.autograd.grad(pri.sum(), [args[0], args[6], args[7]])
+    cargs = [a.detach().cuda().requires_grad_(a.requires_grad) for a in args]
+    pric = ops.prior_terms(*cargs, 0.1)
+    assert _rel(pric.cpu(), pri) < 1e-12
+    gradsc = torch.autograd.grad(pric.sum(), [cargs[0], cargs[6], cargs[7]])
+    for a, b in zip(gradsc, grads, strict=True):
+        assert _rel(a.cpu(), b) < 1e-10
