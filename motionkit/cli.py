@@ -310,6 +310,50 @@ def _result_files(path: Path) -> list[Path]:
     return [path]
 
 
+def _export_humanmovevqa(path: Path, out_dir: Path | None, preset: str, frame: str, camera: str | None,
+                         as_json: bool) -> None:  # fmt: skip
+    """``codes --format humanmovevqa``: one file per valid run, an index of what was written and skipped."""
+    from motionkit.common.files import write_json_atomic
+    from motionkit.data.store import read_result
+    from motionkit.motion.humanmovevqa import export_take, sign_word_agreement, write_documents
+
+    if camera is not None and frame != "camera":
+        raise click.UsageError("--camera needs --frame camera")
+    if frame == "camera" and camera is None:
+        raise click.UsageError("--frame camera needs --camera (e.g. --camera cam01)")
+    files = _result_files(path)
+    out_dir = out_dir or (path if path.is_dir() else path.parent) / "humanmovevqa"
+    index = {"frame": frame, "camera": camera, "preset": preset, "takes": []}
+    written = 0
+    for f in files:
+        entry = {"result": f.name}
+        try:
+            ex = export_take(read_result(f), frame=frame, camera=camera, preset=preset)
+        except (DataError, ValueError) as exc:
+            entry.update(take_uid=None, files=[], skipped=str(exc))
+            click.echo(f"{f.name}: not exported: {exc}", err=True)
+            index["takes"].append(entry)
+            continue
+        for doc in ex.documents:
+            bad = sign_word_agreement(doc)
+            if bad:  # a bug, never data: refuse to write contradicting tracks
+                raise click.ClickException(f"{doc['motion_id']}: sign and word disagree: {'; '.join(bad[:3])}")
+        paths = write_documents(ex, out_dir)
+        written += len(paths)
+        entry.update(take_uid=ex.take_uid, take_name=ex.take_name, files=[p.name for p in paths], skipped=ex.skipped)
+        index["takes"].append(entry)
+        if ex.skipped:
+            click.echo(f"{ex.take_name}: not exported: {ex.skipped}", err=True)
+        elif not as_json:
+            n_ev = sum(len(v) for d in ex.documents for v in d["quantitative_values"].values())
+            click.echo(f"{ex.take_name}: {len(paths)} track(s), {n_ev} events -> {out_dir}")
+    write_json_atomic(out_dir / "index.json", index, indent=2)
+    if as_json:
+        click.echo(json.dumps(index))
+    if not written:
+        raise click.ClickException(f"no track written (see {out_dir / 'index.json'})")
+
+
 @main.command()
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option(
@@ -321,12 +365,40 @@ def _result_files(path: Path) -> list[Path]:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the events as JSON (one object per take).")
 @click.option("--plot/--no-plot", default=True, show_default=True, help="Write <stem>.codes.png beside each file.")
-def codes(path, preset, as_json, plot) -> None:
+@click.option(
+    "--format",
+    "fmt",
+    default="json",
+    show_default=True,
+    type=click.Choice(["json", "humanmovevqa"]),
+    help="json: motionkit's event files beside each result; humanmovevqa: one "
+    "<motion_id>_spatial_caption.json per valid run for the HumanMoveVQA question generator.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    default=None,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for the humanmovevqa files (default: <results folder>/humanmovevqa).",
+)
+@click.option(
+    "--frame",
+    default="person",
+    show_default=True,
+    type=click.Choice(["person", "camera"]),
+    help="humanmovevqa: directions relative to the wearer's first-frame heading, or as seen in --camera.",
+)
+@click.option("--camera", default=None, help="humanmovevqa with --frame camera: the exocentric camera (e.g. cam01).")
+def codes(path, preset, as_json, plot, fmt, out_dir, frame, camera) -> None:
     """Spatial-code events of fitted takes (a result file or a folder of them).
 
     Writes <stem>.codes.json (and a PNG: top-down trajectory with event markers, and a timeline of
-    events per code) beside each result file.
+    events per code) beside each result file; with --format humanmovevqa, HumanMoveVQA motion tracks
+    into --out (docs/motion.md, "HumanMoveVQA tracks").
     """
+    if fmt == "humanmovevqa":
+        _export_humanmovevqa(path, out_dir, preset, frame, camera, as_json)
+        return
     from motionkit.common.files import write_json_atomic
     from motionkit.data.store import read_result
     from motionkit.motion.derive import derive_motion, fit_arrays

@@ -11,6 +11,7 @@ import torch
 
 from motionkit.body.model import BodyModel
 from motionkit.conventions import SMPLX_TO_COCO17, TAKE_FPS, fit_grid_frames
+from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.store import TakeResult, provenance, write_result
 from motionkit.motion.frames import SmplxSequence, resample_smplx
 
@@ -60,7 +61,11 @@ def gt_result(
             cpf_source="cad_assumed",
         )
     )
-    res.put("grid", {"frame_pos": pos, "time_s": pos / TAKE_FPS}, fps=fps, n_take_frames=F)
+    res.put("grid", {"frame_pos": pos, "frame_index": np.rint(pos).astype(np.int64), "time_s": pos / TAKE_FPS},
+            fps=fps, n_take_frames=F)  # fmt: skip
+    rig = EgoExoDataset(root).take(uid).rig
+    res.put("cameras", {"params": rig.params, "T_world_cam": np.stack([c.T_world_cam for c in rig])},
+            names=json.dumps(rig.names))  # fmt: skip
     go = np.where(valid[:, None], r.global_orient, np.nan)
     res.put(
         "smplx",

@@ -29,6 +29,31 @@ DIRECTIONS = {
     "rotation_pitch": ("forward", "backward", "{c}_leaning_{d}"),
     "rotation_roll": ("left", "right", "{c}_leaning_{d}"),
 }
+# motionkit's own reading of the codes: per code (sign applied to the signal, word for +, word for -, category
+# pattern); other conventions (e.g. HumanMoveVQA's, motionkit.motion.humanmovevqa) flip signs and words
+MOTIONKIT_CONVENTION = {code: (1.0, *words) for code, words in DIRECTIONS.items()}
+
+
+def humanmovevqa_convention(frame: str) -> dict[str, tuple[float, str, str, str]]:
+    """Per code ``(sign, word for +, word for -, category pattern)`` mapping motionkit's anchored
+    trajectory (+x = left of the heading, +z = along the heading, yaw + = counterclockwise from above,
+    roll + = leaning left) to the generator's reading; ``frame``: ``person`` or ``camera`` (whose
+    heading is the camera's viewing direction, so forward = toward the camera is ``-z``)."""
+    if frame not in ("person", "camera"):
+        raise ValueError(f"frame must be 'person' or 'camera', not {frame!r}")
+    z_sign = 1.0 if frame == "person" else -1.0
+    return {
+        "displacement_x": (-1.0, "right", "left", "{c}_{d}"),
+        "displacement_y": (1.0, "up", "down", "{c}_{d}"),
+        "displacement_z": (z_sign, "forward", "backward", "{c}_{d}"),
+        "rotation_yaw": (-1.0, "clockwise", "counterclockwise", "{c}_turn_{d}"),
+        "rotation_pitch": (1.0, "forward", "backward", "{c}_leaning_{d}"),
+        "rotation_roll": (-1.0, "right", "left", "{c}_leaning_{d}"),
+    }
+
+
+QUANT_KEYS = ("start_frame", "end_frame", "duration_frames", "intensity", "velocity", "spatial_category",
+              "temporal_category", "passes_threshold")  # fmt: skip
 DEFAULT_FILTERS = {"require_passes_threshold": True, "min_duration": True, "drop_very_short": True, "drop_slight": True}
 
 
@@ -236,27 +261,34 @@ class EventSet:
         return json.dumps(self.to_dict(), indent=indent)
 
     def to_humanmovevqa(self) -> dict:
-        """Input of the public HumanMoveVQA question generator: ``quantitative_values[code]``."""
-        keys = (
-            "start_frame",
-            "end_frame",
-            "duration_frames",
-            "intensity",
-            "velocity",
-            "spatial_category",
-            "temporal_category",
-            "passes_threshold",
-        )
-        qv: dict[str, list] = {c: [] for c in CODES}
-        for e in self.events:
-            qv[e.code].append({"motion_index": e.motion_index, "quant": {k: getattr(e, k) for k in keys}})
+        """Input of the public HumanMoveVQA question generator for this motion: the events found again
+        on the same trajectory in that generator's sign convention (``humanmovevqa_convention``), as
+        ``quantitative_values[code]`` (the full track files: ``motionkit.motion.humanmovevqa``)."""
+        es = extract_events(self.trajectory, self.fps, preset=self.preset, units=self.units, filters=self.filters,
+                            thr=self.thr, motion_id=self.motion_id,
+                            convention=humanmovevqa_convention(self.trajectory.frame))  # fmt: skip
         return {
             "motion_id": self.motion_id,
             "fps": self.fps,
             "num_frames": self.num_frames,
-            "quantitative_values": qv,
+            "quantitative_values": quantitative_values(es),
             "qa_seed": qa_seed(self.motion_id),
         }
+
+
+def quantitative_values(es: EventSet) -> dict[str, list]:
+    """``{code: [{motion_index, quant: {start_frame, ..., passes_threshold}}]}`` as the HumanMoveVQA
+    generator reads them: displacement intensities in the preset's units, rotation intensities (and
+    velocities) in degrees (units x unit size; the categories stay those of the units)."""
+    qv: dict[str, list] = {c: [] for c in CODES}
+    for e in es.events:
+        quant = {k: getattr(e, k) for k in QUANT_KEYS}
+        if e.code.startswith("rotation"):
+            deg = es.units["yaw_deg"] if e.code == "rotation_yaw" else es.units["lean_deg"]
+            quant["intensity"] = int(round(e.intensity * deg))
+            quant["velocity"] = e.velocity * deg
+        qv[e.code].append({"motion_index": e.motion_index, "quant": quant})
+    return qv
 
 
 def qa_seed(motion_id: str) -> int:
@@ -274,18 +306,23 @@ def extract_events(
     thr: int = 1,
     smoothing: int | None = None,
     motion_id: str = "motion",
+    convention: dict | None = None,
 ) -> EventSet:
     """Spatial-code events of an anchored trajectory (``anchor_trajectory``).
 
     ``preset``: ``default`` (0.1 m, 30 deg yaw, 10 deg lean), ``motionscript_5cm`` or
     ``paper_literal``; ``units`` overrides. ``filters`` toggles the QA filters
     (``DEFAULT_FILTERS``). ``smoothing``: optional odd moving-average window on the signals.
+    ``convention``: per code ``(sign, word for +, word for -, category pattern)`` (default
+    ``MOTIONKIT_CONVENTION``: the trajectory's own axes, +x = left); the signal is multiplied by the
+    sign before quantisation, so intensities, velocities and words follow the convention.
     """
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; presets: {', '.join(PRESETS)}")
     if len(traj.pos_m) < 2:
         raise ValueError("need at least 2 frames")
     u = dict(PRESETS[preset], **(units or {}))
+    conv = MOTIONKIT_CONVENTION if convention is None else convention
     flt = dict(DEFAULT_FILTERS, **(filters or {}))
     min_frames = math.ceil(5 * fps / 30 - 1e-9)
     n = len(traj.pos_m)
@@ -294,7 +331,8 @@ def extract_events(
         if not np.isfinite(sig).all():
             raise ValueError(f"{code}: signal has NaN (split the motion at invalid frames first)")
         unit, unit_name = _unit(code, u)
-        x = np.asarray(sig, dtype=np.float64)
+        sign, pos, neg, pattern = conv[code]
+        x = sign * np.asarray(sig, dtype=np.float64)
         if smoothing:
             if smoothing % 2 == 0:
                 raise ValueError("smoothing window must be odd")
@@ -302,7 +340,6 @@ def extract_events(
             x = np.convolve(np.pad(x, smoothing // 2, mode="edge"), k, mode="valid")
         q = quantize(x, unit)
         found = find_events(steps_of(q), thr)
-        pos, neg, pattern = DIRECTIONS[code]
         for idx, (ms_start, ms_end, ms_I, ms_v) in enumerate(found):
             start, end = ms_start - 1, ms_end
             dur = end - start

@@ -143,8 +143,9 @@ def test_c2_velocity_and_fields():
     assert (
         d["schema_version"] == 1 and d["params"]["min_event_frames"] == 5 and d["events"][0]["code"] == "displacement_x"
     )
-    hm = es.to_humanmovevqa()
-    assert hm["quantitative_values"]["displacement_x"][0]["quant"]["intensity"] == 20
+    hm = es.to_humanmovevqa()  # the generator's reading: + = right, so 2 m to the left is -20
+    q = hm["quantitative_values"]["displacement_x"][0]["quant"]
+    assert q["intensity"] == -20 and q["spatial_category"] == "very_long_left" and q["velocity"] < 0
     assert (
         hm["qa_seed"]
         == extract_events(anchor_trajectory(p, go, fps=30.0), 30.0, motion_id="c2").to_humanmovevqa()["qa_seed"]

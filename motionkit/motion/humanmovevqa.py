@@ -1,0 +1,228 @@
+"""HumanMoveVQA motion tracks (docs/motion.md, "HumanMoveVQA tracks"): the spatial-code events of every
+valid run of a fitted take, in the input format of the public HumanMoveVQA question generator
+(``<motion_id>_spatial_caption.json``), with signs and words as that generator reads them.
+
+The generator reads directions from ``spatial_category`` in most question families and from the
+sign of ``intensity`` in the trajectory families (it sums intensities into positions). The export's
+convention makes both agree in every record:
+
+* ``displacement_x``: + = right; ``displacement_y``: + = up; ``displacement_z``: + = forward, which the
+  generator words "away from starting position";
+* ``rotation_yaw``: + = clockwise seen from above (turning right); ``rotation_pitch``: + = leaning
+  forward; ``rotation_roll``: + = leaning right; rotations are the body's own (subject's point of view)
+  in both frames.
+
+Frames (first-frame normalised: origin at the run's first root position, angles relative to it):
+``person``: right and forward of the wearer's heading at the run's first frame; ``camera``: right as
+seen in that exocentric camera's video, forward = toward that camera (the labelling of the
+HumanMoveVQA data), up = world up.
+
+Units, stated in every file: displacement intensities count the preset's displacement units (default
+0.1 m, which the HumanMoveVQA captioning wrapper labels "1 unit = 10cm"); rotation intensities are in
+degrees, as that wrapper labels them (the event's change in the preset's rotation units - 30 degrees of
+yaw, 10 degrees of lean by default - times the unit). Degrees also make the generator's families agree:
+its existence questions need a cumulative |intensity| of 5, which 2-4 units of 30 degrees never reach
+while the dominant-direction questions already count them. Velocities are intensity per 1/30 s.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from motionkit import __version__
+from motionkit.common.errors import DataError
+from motionkit.common.files import write_text_atomic
+from motionkit.conventions import R_ZUP_TO_YUP, TAKE_FPS
+from motionkit.data.store import TakeResult
+from motionkit.geometry.interpolation import valid_runs
+from motionkit.geometry.rotations import rotvec_to_matrix
+from motionkit.motion.codes import CODES, EventSet, extract_events, qa_seed, quantitative_values
+from motionkit.motion.codes import humanmovevqa_convention as convention
+from motionkit.motion.derive import MIN_RUN_FRAMES, fit_arrays
+from motionkit.motion.hml263 import smplx_joints_zup_to_hml
+from motionkit.motion.trajectory import anchor_trajectory
+
+FORMAT = "motionkit.humanmovevqa_track"
+FORMAT_VERSION = 1
+FRAMES = ("person", "camera")
+
+
+READING = {
+    "displacement_x": "+ = right" + " (as seen in the camera's video in the camera frame)",
+    "displacement_y": "+ = up",
+    "displacement_z": "+ = forward = away from the starting position in the generator's wording "
+    "(person frame: the wearer's initial forward; camera frame: toward the camera)",
+    "rotation_yaw": "+ = clockwise seen from above (turning right)",
+    "rotation_pitch": "+ = leaning forward (the subject's own)",
+    "rotation_roll": "+ = leaning right (the subject's own)",
+}
+
+
+def track_events(transl_yup: np.ndarray, R_yup: np.ndarray, fps: float, *, frame: str = "person",
+                 camera_R_world: np.ndarray | None = None, joints_yup: np.ndarray | None = None,
+                 preset: str = "default", motion_id: str = "motion") -> EventSet:  # fmt: skip
+    """Events of one run in the HumanMoveVQA convention.
+
+    ``transl_yup (T, 3)`` root positions (metres) and ``R_yup (T, 3, 3)`` root orientations in a y-up
+    world; ``camera_R_world (3, 3)`` the camera-to-world rotation (y-up world) for ``frame="camera"``;
+    ``joints_yup (T, >=18, 3)`` optional, for a degenerate heading.
+    """
+    tr = anchor_trajectory(transl_yup, R_yup, fps=fps, frame=frame, joints=joints_yup, camera_R_world=camera_R_world)
+    return extract_events(tr, fps, preset=preset, motion_id=motion_id, convention=convention(frame))
+
+
+def track_document(es: EventSet, *, frame: str, camera: str | None, units_label: str, video: dict,
+                   source: dict) -> dict:  # fmt: skip
+    """The generator's input document of one run (``quantitative_values`` per code, ``motion_id``,
+    ``fps``, ``num_frames``, ``descriptor``) plus what makes it reproducible and pairable with a video:
+    the frame and camera, the units, the sign convention, the track-to-video frame mapping, the source."""
+    qv = quantitative_values(es)
+    tr = es.trajectory
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "motion_id": es.motion_id,
+        "descriptor": "",
+        "fps": es.fps,
+        "num_frames": es.num_frames,
+        "motioncode_types": list(CODES),
+        "quantitative_values": qv,
+        "normalize_first_frame": True,
+        "frame": {
+            "type": frame,
+            "camera": camera,
+            "heading_source": tr.heading_source,
+            "heading0_deg": round(tr.heading0_deg, 6),
+        },  # fmt: skip
+        "units": {
+            "preset": es.preset,
+            "displacement_m": es.units["displacement_m"],
+            "displacement_label": units_label,
+            "displacement_intensity": f"units of {units_label}",
+            "rotation_intensity": "degrees",
+            "yaw_deg": es.units["yaw_deg"],
+            "lean_deg": es.units["lean_deg"],
+            "velocity": "intensity per 1/30 s",
+        },
+        "sign_convention": READING,
+        "qa_seed": qa_seed(es.motion_id),
+        "video": video,
+        "source": source,
+    }
+
+
+def _units_label(metres: float) -> str:
+    return f"{metres * 100:g} cm"
+
+
+@dataclass
+class TakeExport:
+    """The documents of one take (one per valid run), or why there are none."""
+
+    take_uid: str
+    take_name: str
+    documents: list[dict]
+    skipped: str = ""  # reason when the take has no valid run
+
+
+def export_take(result: TakeResult, *, frame: str = "person", camera: str | None = None,
+                preset: str = "default") -> TakeExport:  # fmt: skip
+    """HumanMoveVQA documents of every valid run (>= 2 frames) of a fitted take.
+
+    ``frame="camera"`` needs ``camera`` (a name from the result's ``cameras`` attrs). Raises
+    ``DataError`` for a result without a fit or an unknown camera.
+    """
+    if frame not in FRAMES:
+        raise ValueError(f"frame must be one of {FRAMES}, not {frame!r}")
+    a = fit_arrays(result)
+    take_uid, take_name = a["take_uid"], str(result.attrs.get("take_name", a["take_uid"]))
+    names = json.loads(result.group_attrs.get("cameras", {}).get("names", "[]"))
+    cam_R = None
+    if frame == "camera":
+        if camera is None:
+            raise DataError(None, f"take {take_name}: --frame camera needs --camera (one of {', '.join(names)})")
+        if camera not in names:
+            raise DataError(None, f"take {take_name}: no camera {camera!r} in the result (cameras: {', '.join(names)})")
+        cam_R = R_ZUP_TO_YUP @ result["cameras/T_world_cam"][names.index(camera)][:3, :3]
+    elif camera is not None:
+        raise ValueError("--camera is only used with --frame camera")
+    J = smplx_joints_zup_to_hml(np.nan_to_num(a["joints_smplx"]))
+    R = R_ZUP_TO_YUP @ rotvec_to_matrix(np.nan_to_num(a["global_orient"]))
+    fps = a["fps"]
+    runs = [(s, e) for s, e in valid_runs(a["valid"]) if e - s >= MIN_RUN_FRAMES]
+    if not runs:
+        return TakeExport(take_uid, take_name, [], f"no valid run (valid frames: {int(np.sum(a['valid']))})")
+    if "grid/frame_index" in result.arrays:
+        take_frame = result["grid/frame_index"].astype(int)
+    else:  # results of older versions: the nearest take frame of each grid time
+        take_frame = np.rint(result["time_s"] * TAKE_FPS).astype(int)
+    active = result["cameras/active"][:, names.index(camera)] if camera and "cameras/active" in result.arrays else None
+    docs = []
+    for k, (s, e) in enumerate(runs):
+        motion_id = f"{take_name}_{camera}_run{k}" if camera else f"{take_name}_run{k}"
+        es = track_events(J[s:e, 0], R[s:e], fps, frame=frame, camera_R_world=cam_R, joints_yup=J[s:e],
+                          preset=preset, motion_id=motion_id)  # fmt: skip
+        video = {
+            "take_uid": take_uid,
+            "take_name": take_name,
+            "camera": camera,
+            "video_fps": TAKE_FPS,
+            "track_fps": fps,
+            "video_frame": take_frame[s:e].tolist(),  # frame_aligned_videos: video frame = take frame
+            "rule": "track frame k is take/video frame round((t0 + k / track_fps) * video_fps), t0 = the run's "
+            "first grid time",
+        }
+        if active is not None:
+            video["camera_active"] = active[s:e].astype(bool).tolist()
+        source = {
+            "motionkit_version": __version__,
+            "body_model": a["body_model"],
+            "run": k,
+            "grid_frames": [int(s), int(e)],
+            "result_config_hash": result.attrs.get("config_hash", ""),
+        }
+        docs.append(track_document(es, frame=frame, camera=camera, units_label=_units_label(es.units["displacement_m"]),
+                                   video=video, source=source))  # fmt: skip
+    return TakeExport(take_uid, take_name, docs)
+
+
+def track_filename(motion_id: str) -> str:
+    """``<motion_id>_spatial_caption.json``, the generator's naming."""
+    return f"{motion_id}_spatial_caption.json"
+
+
+def document_text(doc: dict) -> str:
+    """The file content of a document: fixed key order and formatting (the same fit gives the same bytes)."""
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def sign_word_agreement(doc: dict) -> list[str]:
+    """Records whose intensity or velocity sign disagrees with their ``spatial_category`` word under the
+    export's convention (empty when consistent); used by the tests and by ``codes --format``."""
+    bad = []
+    conv = convention(doc["frame"]["type"])
+    for code, segs in doc["quantitative_values"].items():
+        _, pos, neg, pattern = conv[code]
+        for seg in segs:
+            q = seg["quant"]
+            if q["spatial_category"] == "no_action":
+                continue
+            word = pos if q["intensity"] > 0 else neg
+            suffix = pattern.format(c="", d=word)
+            if not q["spatial_category"].endswith(suffix) or (q["velocity"] > 0) != (q["intensity"] > 0):
+                bad.append(f"{code}#{seg['motion_index']}: {q['spatial_category']} with intensity {q['intensity']}")
+    return bad
+
+
+def write_documents(export: TakeExport, out_dir: Path) -> list[Path]:
+    """Write the take's documents atomically into ``out_dir``; returns their paths."""
+    paths = []
+    for doc in export.documents:
+        p = Path(out_dir) / track_filename(doc["motion_id"])
+        write_text_atomic(p, document_text(doc))
+        paths.append(p)
+    return paths
