@@ -71,9 +71,22 @@ def main() -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="JSON (17, 3) per-joint offsets (m, in each joint's parent frame) added to annotation3D.",
 )
+@click.option(
+    "--videos",
+    is_flag=True,
+    help="Also render frame_aligned_videos/<cam>.mp4 (and the downscaled/448 copies): body-part "
+    "silhouettes, every frame stamped with its take frame index (docs/synthetic.md).",
+)
+@click.option(
+    "--video-scale",
+    default=0.25,
+    show_default=True,
+    type=click.FloatRange(min=0.05, max=1.0),
+    help="Size of the full videos relative to the calibration resolution (1.0 = 4K, as the release).",
+)
 def synth(
     root, takes, seed, duration, preset, bystanders, cameras, vertical_camera, nan_timesync, body_model,
-    annotation_offset,
+    annotation_offset, videos, video_scale,
 ) -> None:  # fmt: skip
     """Write synthetic takes in the exact Ego-Exo4D layout, with ground truth in gt/ and simulated
     detector output in observations/ (the observation cache format)."""
@@ -90,6 +103,8 @@ def synth(
         nan_timesync=nan_timesync,
         body_model=body_model,
         annotation_offset=None if annotation_offset is None else json.loads(annotation_offset.read_text()),
+        videos=videos,
+        video_scale=video_scale,
     )
     try:
         uids = write_synthetic_dataset(root, cfg, progress=True)

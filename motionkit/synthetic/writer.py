@@ -55,6 +55,7 @@ from motionkit.synthetic.motion import (
 from motionkit.synthetic.presets import PRESET_NAMES, PRESETS
 from motionkit.synthetic.scene import OBS_MISSED, DetectorNoise, make_gopro_rig, person_views, simulate_detections
 from motionkit.synthetic.subject import landmark_offsets, landmarks, subject_body
+from motionkit.synthetic.video import render_camera_videos
 
 UID_NAMESPACE = uuid.UUID("6f1f4c56-3c1e-4b47-9a55-5d1f8e7c2a10")
 T_CPF_RGB = make_transform(np.diag([-1.0, -1.0, 1.0]), np.array([0.056, 0.007121, 0.012883]))
@@ -105,6 +106,10 @@ class SynthConfig:
     far_camera: bool | None = None  # one camera 9-12 m away
     body_model: str | None = None  # path of an SMPL-X file; default: the synthetic model
     take_name_prefix: str = "synth"
+    # videos (motionkit.synthetic.video): rendered exo MP4s with a frame-index stamp
+    videos: bool = False
+    video_scale: float = 0.25  # full-size videos at this fraction of the calibration resolution
+    video_markers: bool = False  # draw the COCO-17 landmarks as coloured dots (deterministic test detectors)
     split_pattern: tuple = field(default=("val", "train", "train"))
 
     def __post_init__(self) -> None:
@@ -442,6 +447,14 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile
     write_observations(
         root / "observations" / f"{uid}.h5", obs, take_uid=uid, detector="synthetic", keypoint_model="synthetic"
     )
+
+    if cfg.videos:
+        truth = {c.name: c for c in all_cams}
+        if extra in ("bad", "missing"):
+            truth[xcam.name] = xcam
+        for k, cname in enumerate(video_cams):
+            render_camera_videos(take_dir, truth[cname], joints_people, scale=cfg.video_scale, seed=cfg.seed * 1000 + k,
+                                 markers=coco_people if cfg.video_markers else None)  # fmt: skip
 
     with atomic_path(root / "gt" / f"{uid}.h5", suffix=".h5") as tmp, h5py.File(tmp, "w") as f:
         f.attrs["camera_names"] = json.dumps([c.name for c in all_cams])
