@@ -6,7 +6,8 @@ ahead of the consumer (OpenCV releases the GIL while decoding, so decoding overl
 A frame that cannot be decoded, or lies past the container's end (real containers are sometimes a
 frame shorter than the take), gets a status instead of failing the take:
 
-* ``OK`` (0), ``FRAME_DECODE_ERROR`` (1), ``BEYOND_END`` (2) - ``FRAME_STATUS[code]``.
+* ``OK`` (0), ``FRAME_DECODE_ERROR`` (1), ``BEYOND_END`` (2) - ``FRAME_STATUS[code]``; callers mark the
+  frames of a video that is missing, unreadable or of the wrong shape ``VIDEO_UNUSABLE`` (3).
 
 ``read_frames`` returns the frames of any list of indices (any order, repeats allowed) at once.
 Decoding is OpenCV's FFmpeg backend on the CPU (measured against PyAV and torchvision in
@@ -27,8 +28,8 @@ from motionkit.common.errors import DataError
 from motionkit.data.egoexo4d import Take
 from motionkit.geometry.camera import Camera
 
-FRAME_OK, FRAME_DECODE_ERROR, BEYOND_END = 0, 1, 2
-FRAME_STATUS = ("OK", "FRAME_DECODE_ERROR", "BEYOND_END")
+FRAME_OK, FRAME_DECODE_ERROR, BEYOND_END, VIDEO_UNUSABLE = 0, 1, 2, 3
+FRAME_STATUS = ("OK", "FRAME_DECODE_ERROR", "BEYOND_END", "VIDEO_UNUSABLE")
 SEEK_GAP = 30  # frames: decode through shorter gaps, seek across longer ones
 
 

@@ -100,8 +100,10 @@ def _iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 @dataclass
 class RFDETRKeypoints:
-    """COCO-17 keypoints from ``RFDETRKeypointPreview``: the model finds people with keypoints on the
-    whole frame; each given box takes the keypoints of the instance with the highest IoU (>= 0.3)."""
+    """COCO-17 keypoints from ``RFDETRKeypointPreview``. Top-down (``estimate_crops``, the
+    ``motionkit.detect.topdown.CropKeypointModel`` interface): the model runs on a square crop around
+    each candidate at ``input_size`` pixels and the instance with the highest IoU (>= ``min_iou``) with
+    the candidate's box gives its keypoints. ``estimate`` does the same on whole frames."""
 
     weights: str | None = None
     threshold: float = 0.3
@@ -109,11 +111,16 @@ class RFDETRKeypoints:
     allow_random_init: bool = False
     min_iou: float = 0.3
     pixel_offset: float = 0.0
+    input_size: int = 576  # the keypoint model's input resolution
 
     def __post_init__(self) -> None:
         w = None if self.allow_random_init and self.weights is None else resolve_weights(self.weights, "keypoints")
         self.model = _model("RFDETRKeypointPreview", w, self.device)
         self.identity = f"rfdetr-keypoints:{w.name if w else 'random-init'}"
+
+    def estimate_crops(self, crops: list[np.ndarray], boxes: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per crop ``(keypoints (17, 2), conf (17,))`` in crop pixels of the person in ``boxes[c]``."""
+        return [(k[0], c[0]) for k, c in self.estimate(crops, [np.asarray(b).reshape(1, 4) for b in boxes])]
 
     def estimate(self, frames: list[np.ndarray], boxes: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per frame ``(keypoints (N, 17, 2), conf (N, 17))`` for that frame's ``boxes (N, 4)``."""

@@ -1,7 +1,12 @@
-"""Person boxes and COCO-17 keypoints from the exo videos with RF-DETR, cached per take.
+"""Person boxes and COCO-17 keypoints from the exo videos, top-down, cached per take.
 
-Plain arguments in, ``Observations`` out; the result is written in the observation cache format and
-reused when the same models, options and frames are asked for again.
+Per camera: frames decoded at the take frames a run needs (``frames.iter_frames``, a status per
+frame), person boxes on 448p copies of them, keypoints on crops of the full frames around the
+candidates (the wearer's candidates first: nearest to the projected Aria head), mapped to raw
+(calibration-resolution) pixels. A camera whose video is missing, unreadable or of another shape
+is recorded (``video_errors``) and its frames marked ``VIDEO_UNUSABLE``; the other cameras go on.
+The result is written in the observation cache format and reused when the same models, options and
+frames are asked for again.
 """
 
 from __future__ import annotations
@@ -11,10 +16,14 @@ from pathlib import Path
 
 import numpy as np
 
+from motionkit.common.errors import DataError
 from motionkit.data.egoexo4d import Take
 from motionkit.data.observations import Observations, observations_from_rows, read_observations, write_observations
-from motionkit.detect.frames import camera_for_video, exo_video_path, read_frames
+from motionkit.detect.frames import VIDEO_UNUSABLE, camera_for_video, exo_video_path, iter_frames, video_info
 from motionkit.detect.rfdetr_backend import RFDETRDetector, RFDETRKeypoints
+from motionkit.detect.topdown import CropKeypointModel, PersonDetector, detect_people, scale_points, topdown_keypoints
+
+MAX_PEOPLE_PER_FRAME = 4  # keypoints for this many candidates per frame (nearest to the Aria head first)
 
 
 def detect_videos(
@@ -28,34 +37,78 @@ def detect_videos(
     threshold: float = 0.5,
     downscaled: bool = False,
     device: str = "cpu",
+    head_world: np.ndarray | None = None,
+    detector: PersonDetector | None = None,
+    keypoint_model: CropKeypointModel | None = None,
+    max_per_frame: int = MAX_PEOPLE_PER_FRAME,
 ) -> Observations:
-    """RF-DETR boxes and keypoints at take ``frames (M,)`` of every calibrated exo camera, in raw
-    (calibration-resolution) pixels; cached in ``cache_path``."""
-    key = json.dumps([variant, detector_weights, keypoint_weights, threshold, downscaled, np.asarray(frames).tolist()])
+    """Boxes and keypoints at take ``frames (M,)`` of every calibrated exo camera, in raw pixels.
+
+    ``head_world (M, 3)``: the Aria head (world, NaN where unknown) that orders the candidates.
+    ``detector`` / ``keypoint_model``: any objects with the ``motionkit.detect.topdown`` interfaces
+    (default: RF-DETR ``variant`` and RFDETRKeypointPreview from local checkpoints). The observations'
+    ``attrs`` hold ``frame_status`` (JSON ``(V, M)`` codes of ``frames.FRAME_STATUS``) and
+    ``video_errors`` (JSON camera -> reason).
+    """
+    frames = np.asarray(frames, dtype=np.int64)
+    if detector is None:
+        detector = RFDETRDetector(variant, detector_weights, threshold, device)
+    if keypoint_model is None:
+        keypoint_model = RFDETRKeypoints(keypoint_weights, device=device)
+    ident = [getattr(detector, "identity", type(detector).__name__), getattr(keypoint_model, "identity",
+             type(keypoint_model).__name__)]  # fmt: skip
+    key = json.dumps([*ident, threshold, downscaled, max_per_frame, frames.tolist()])
     if cache_path.is_file():
         cached = read_observations(cache_path)
         if cached.attrs.get("run_key") == key:
             return cached
-    det = RFDETRDetector(variant, detector_weights, threshold, device)
-    kps = RFDETRKeypoints(keypoint_weights, device=device)
     rows = {k: [] for k in ("frame_index", "camera", "box", "score", "keypoints", "keypoint_conf")}
     rig = take.rig
+    status = np.full((len(rig), len(frames)), VIDEO_UNUSABLE, np.int8)
+    errors: dict[str, str] = {}
+    col = {int(f): m for m, f in enumerate(frames)}
     for v, cam in enumerate(rig):
         video = exo_video_path(take, cam.name, downscaled)
-        for idx, batch in read_frames(video, frames):
-            h, w = batch[0].shape[:2]
-            s = camera_for_video(cam, w, h).width / cam.width
-            boxes = det.detect(batch)
-            kp = kps.estimate(batch, [b for b, _ in boxes])
-            for f, (b, sc), (k, c) in zip(idx, boxes, kp, strict=True):
-                for i in range(len(b)):
-                    rows["frame_index"].append(f)
+        try:
+            _, w, h = video_info(video)
+            vcam = camera_for_video(cam, w, h)
+            batches = iter_frames(video, frames)
+        except (DataError, ValueError) as exc:
+            errors[cam.name] = f"{video.name}: {exc}"
+            continue
+        s = vcam.width / cam.width
+        head_px = None
+        if head_world is not None:
+            head_px = vcam.project(np.nan_to_num(head_world, nan=0.0))
+            head_px[~np.isfinite(head_world).all(1)] = np.nan
+        for b in batches:
+            status[v, [col[int(i)] for i in b.indices]] = b.status
+            ok = np.flatnonzero(b.ok)
+            if not len(ok):
+                continue
+            imgs = [b.frames[i] for i in ok]
+            dets = detect_people(imgs, detector)
+            prio = None
+            if head_px is not None:
+                hp = head_px[[col[int(b.indices[i])] for i in ok]]
+                prio = [np.nan_to_num(np.linalg.norm(0.5 * (bx[:, :2] + bx[:, 2:]) - hp[k], axis=1), nan=0.0)
+                        for k, (bx, _) in enumerate(dets)]  # fmt: skip
+            kps = topdown_keypoints(imgs, [bx for bx, _ in dets], keypoint_model, prio, max_per_frame)
+            for i, (bx, sc), (kp, cf) in zip(ok, dets, kps, strict=True):
+                for n in range(len(bx)):
+                    rows["frame_index"].append(int(b.indices[i]))
                     rows["camera"].append(v)
-                    rows["box"].append((b[i] + 0.5) / s - 0.5)
-                    rows["score"].append(sc[i])
-                    rows["keypoints"].append((k[i] + 0.5) / s - 0.5)
-                    rows["keypoint_conf"].append(c[i])
-    attrs = {"detector": det.identity, "keypoint_model": kps.identity, "run_key": key}
+                    rows["box"].append(scale_points(bx[n].reshape(2, 2), 1.0 / s).reshape(4))
+                    rows["score"].append(sc[n])
+                    rows["keypoints"].append(scale_points(kp[n], 1.0 / s))
+                    rows["keypoint_conf"].append(cf[n])
+    attrs = {
+        "detector": ident[0],
+        "keypoint_model": ident[1],
+        "run_key": key,
+        "frame_status": json.dumps(status.tolist()),
+        "video_errors": json.dumps(errors),
+    }
     obs = observations_from_rows(rig.names, rows, frames, attrs)
     write_observations(cache_path, obs, take_uid=take.uid)
     return obs

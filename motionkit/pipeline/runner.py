@@ -102,8 +102,12 @@ def run_fit(
     log: Callable[[str], None] | None = None,
     plot: bool = True,
     prefit: FitOutput | None = None,
+    video_models: tuple | None = None,
 ) -> FitOutcome:
     """Run the stages for one take and write ``<out_dir>/<take_uid>.h5``.
+
+    ``video_models``: ``(person detector, crop keypoint model)`` objects for ``detector="rfdetr"``
+    (``motionkit.detect.topdown`` interfaces; default: RF-DETR from local checkpoints).
 
     Stage outputs of an existing result file are reused under the rule of ``reusable_result``. A
     ``DataError`` inside a stage is recorded in the result file (``status = "failed"``) and
@@ -140,6 +144,8 @@ def run_fit(
     ctx = StageContext(take, config, result, info={"out_dir": str(out_dir), "progress": progress})
     if prefit is not None:  # the fit stage stores this output (of a batched fit) instead of fitting
         ctx.info["prefit"] = prefit
+    if video_models is not None:
+        ctx.info["video_models"] = video_models
     timings: dict[str, float] = {}
     reused: list[str] = []
     done: list[str] = []

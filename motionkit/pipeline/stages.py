@@ -25,7 +25,7 @@ from motionkit.data.observations import write_observations
 from motionkit.data.store import TakeResult
 from motionkit.detect.association import select_wearer
 from motionkit.detect.cylinder import apply_cylinder_rule
-from motionkit.detect.frames import exo_video_path
+from motionkit.detect.frames import FRAME_STATUS, exo_video_path
 from motionkit.detect.sources import annotation_observations, dataset_observation_path, load_observation_cache
 from motionkit.detect.timesync import check_timesync
 from motionkit.detect.video import detect_videos
@@ -112,6 +112,13 @@ def _cache_path(ctx: StageContext) -> Path:
     return Path(ctx.info["out_dir"]) / "cache" / f"{ctx.take.uid}.observations.h5"
 
 
+def _aria_head(r: TakeResult) -> np.ndarray | None:
+    """The Aria head anchor ``(M, 3)`` (NaN where invalid), or None before the anchor stage."""
+    if "aria/position" not in r.arrays:
+        return None
+    return np.where(r["aria/valid"].astype(bool)[:, None], r["aria/position"], np.nan)
+
+
 def stage_detect(ctx: StageContext) -> None:
     rig = ctx.take.rig
     src = _detection_source(ctx)
@@ -136,6 +143,8 @@ def stage_detect(ctx: StageContext) -> None:
             threshold=cfg.detector_threshold,
             downscaled=cfg.downscaled_video,
             device=str(resolve_device(cfg.device)),
+            head_world=_aria_head(ctx.result),
+            **dict(zip(("detector", "keypoint_model"), ctx.info.get("video_models") or (), strict=False)),
         )
     ctx.obs = obs
     in_frames = np.isin(obs.frame_index, frames)
@@ -145,8 +154,18 @@ def stage_detect(ctx: StageContext) -> None:
             for n in rig.names
         ]
     )
-    ctx.result.put("detections", {"count": count}, source=src, path=str(path), camera_names=json.dumps(rig.names))
+    arrays, extra = {"count": count}, {}
+    if "frame_status" in obs.attrs:  # decoded from videos: a status per frame and camera, and video errors
+        arrays["frame_status"] = np.asarray(json.loads(obs.attrs["frame_status"]), np.int8).T
+        extra = {"frame_status_codes": json.dumps(FRAME_STATUS), "video_errors": obs.attrs.get("video_errors", "{}")}
+    ctx.result.put("detections", arrays, source=src, path=str(path), camera_names=json.dumps(rig.names), **extra)
     ctx.info["detect"] = f"{src}: {int(count.sum())} person detections on {len(frames)} frames x {len(rig)} cameras"
+    if "frame_status" in arrays:
+        lost = int((arrays["frame_status"] != 0).sum())
+        errs = json.loads(extra["video_errors"])
+        ctx.info["detect"] += f"; {lost} camera-frames not decoded" + (
+            f" (unusable: {', '.join(errs)})" if errs else ""
+        )
 
 
 def _observations(ctx: StageContext):

@@ -36,13 +36,28 @@ PERSON_COLOURS = (
     ((200, 120, 40), (255, 170, 80), (150, 80, 20)),
     ((60, 180, 60), (110, 230, 110), (40, 120, 40)),
 )
-# one colour per COCO-17 keypoint marker (BGR), for deterministic test detectors
-MARKER_COLOURS = tuple(
-    (int(b), int(g), int(r))
-    for b, g, r in np.stack(
-        [(37 * np.arange(17) + 40) % 256, (91 * np.arange(17) + 200) % 256, (53 * np.arange(17) + 90) % 256], 1
-    )
-)
+# one colour per COCO-17 keypoint marker (BGR), far from each other and from the people's colours, for
+# deterministic test detectors
+MARKER_RADIUS_PX = 3
+MARKER_COLOURS = (
+    (0, 180, 180),
+    (0, 255, 60),
+    (0, 255, 180),
+    (60, 255, 0),
+    (120, 0, 0),
+    (120, 0, 120),
+    (120, 0, 255),
+    (120, 255, 0),
+    (180, 0, 0),
+    (180, 0, 120),
+    (180, 0, 255),
+    (180, 60, 180),
+    (180, 120, 255),
+    (255, 0, 0),
+    (255, 0, 120),
+    (255, 0, 255),
+    (255, 60, 180),
+)  # fmt: skip: pairwise >= 60 apart in some channel, >= 75 from every silhouette colour
 
 
 def stamp_frame_index(img: np.ndarray, index: int) -> np.ndarray:
@@ -80,7 +95,7 @@ def render_frame(cam: Camera, people_joints: list[np.ndarray], bg: np.ndarray,
                  markers: list[np.ndarray] | None = None) -> np.ndarray:  # fmt: skip
     """One frame ``(H, W, 3)`` uint8 BGR seen by ``cam`` (at the written resolution, see
     ``Camera.scaled``): each person's SMPL-X joints ``(>=22, 3)`` (world, metres) drawn as capsules and a
-    head disc, far parts first; ``markers``: per person ``(17, 3)`` COCO points drawn as 2-px dots in
+    head disc, far parts first; ``markers``: per person ``(17, 3)`` COCO points drawn as dots in
     ``MARKER_COLOURS`` (for test detectors; None: no dots)."""
     import cv2
 
@@ -107,7 +122,8 @@ def render_frame(cam: Camera, people_joints: list[np.ndarray], bg: np.ndarray,
     for pts in markers or []:
         uv, ok = cam.project(pts, return_valid=True)
         for j in np.flatnonzero(ok):
-            cv2.circle(img, _pt(uv[j]), 2 * 16, MARKER_COLOURS[j], thickness=-1, lineType=cv2.LINE_AA, shift=4)
+            cv2.circle(img, _pt(uv[j]), MARKER_RADIUS_PX * 16, MARKER_COLOURS[j], thickness=-1, lineType=cv2.LINE_AA,
+                       shift=4)  # fmt: skip
     return img
 
 
