@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine (the `device` tool; check its status first): the CUDA build, the CUDA
-# parity tests and the GPU fit benchmark, in under 5 minutes. Prints everything to record in
+# parity tests, the GPU fit benchmark and the detection throughput, in under 5 minutes. Prints everything to record in
 # benchmarks/README.md. Usage: bash benchmarks/gpu_check.sh   (from the repository root)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -17,4 +17,6 @@ echo "== build (cached by source hash)"; "$PY" -m motionkit.kernels cpu cuda
 echo "== CUDA parity tests"
 timeout 150 "$PY" -m pytest -q -p no:cacheprovider -m gpu tests/kernels tests/test_gpu.py 2>&1 | tail -15
 echo "== GPU fit benchmark (20-s realistic takes; 1 take and 16 batched)"
-timeout 240 "$PY" benchmarks/bench_fit.py --devices cuda --takes 16 --seconds 20
+timeout 180 "$PY" benchmarks/bench_fit.py --devices cuda --takes 16 --seconds 20
+echo "== detection throughput (decode, RF-DETR Nano on 448p, keypoints on 576-px crops; random weights)"
+timeout 90 "$PY" benchmarks/bench_detect.py --devices cuda --frames 120 --scale 1.0 --batch 32

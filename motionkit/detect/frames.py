@@ -10,8 +10,14 @@ frame shorter than the take), gets a status instead of failing the take:
   frames of a video that is missing, unreadable or of the wrong shape ``VIDEO_UNUSABLE`` (3).
 
 ``read_frames`` returns the frames of any list of indices (any order, repeats allowed) at once.
-Decoding is OpenCV's FFmpeg backend on the CPU (measured against PyAV and torchvision in
-``benchmarks/bench_detect.py``); GPU decoding is not used.
+
+Decoders (``decoder=``): ``pyav`` (FFmpeg through PyAV with frame threading; the default where PyAV is
+installed) and ``opencv`` (FFmpeg through OpenCV). On 2 cores and a 1080p MPEG-4 video they are within
+~20 % of each other (PyAV ahead on every frame, OpenCV's ``grab`` ahead when frames are skipped;
+``benchmarks/bench_detect.py``); PyAV's frame threading is the one that scales with the cores of a
+GPU node. Frames are identified by their presentation time
+(``round(pts x time_base x frame rate)``), so both decoders return the same frame for an index. GPU
+decoding is not used.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from motionkit.geometry.camera import Camera
 FRAME_OK, FRAME_DECODE_ERROR, BEYOND_END, VIDEO_UNUSABLE = 0, 1, 2, 3
 FRAME_STATUS = ("OK", "FRAME_DECODE_ERROR", "BEYOND_END", "VIDEO_UNUSABLE")
 SEEK_GAP = 30  # frames: decode through shorter gaps, seek across longer ones
+DECODERS = ("pyav", "opencv")
 
 
 def exo_video_path(take: Take, camera: str, downscaled: bool = False) -> Path:
@@ -90,14 +97,87 @@ def video_info(path: str | Path) -> tuple[int, int, int]:
         cap.release()
 
 
-def _decode(path: Path, want: np.ndarray, batch_size: int, stop: threading.Event) -> Iterator[FrameBatch]:
-    """Decode ``want`` (sorted, unique) in order; the generator behind ``iter_frames``."""
+def default_decoder() -> str:
+    """``pyav`` where PyAV is installed, else ``opencv``."""
+    try:
+        import av  # noqa: F401
+
+        return "pyav"
+    except ImportError:
+        return "opencv"
+
+
+def _batches(items: Iterator[tuple[int, np.ndarray | None, int]], batch_size: int) -> Iterator[FrameBatch]:
+    idx, frames, status = [], [], []
+    for f, img, st in items:
+        idx.append(f)
+        frames.append(img)
+        status.append(st)
+        if len(idx) == batch_size:
+            yield FrameBatch(np.asarray(idx), frames, np.asarray(status, np.int8))
+            idx, frames, status = [], [], []
+    if idx:
+        yield FrameBatch(np.asarray(idx), frames, np.asarray(status, np.int8))
+
+
+def _decode_pyav(path: Path, want: np.ndarray, stop: threading.Event) -> Iterator[tuple[int, np.ndarray | None, int]]:
+    """``(index, rgb or None, status)`` of the wanted frames (sorted, unique), decoded with PyAV."""
+    import av
+
+    if not path.is_file():
+        raise DataError(path, "video not found")
+    try:
+        container = av.open(str(path))
+        stream = container.streams.video[0]
+    except (av.error.FFmpegError, IndexError) as exc:
+        raise DataError(path, f"cannot open video (unreadable container or codec): {exc}") from exc
+    stream.thread_type = "AUTO"
+    tb = float(stream.time_base)
+    rate = float(stream.average_rate or stream.guessed_rate or 30)
+    n_total = int(stream.frames or 0)
+    frames_it, last, ended = None, -1, False
+    try:
+        for f in want:
+            if stop.is_set():
+                return
+            f = int(f)
+            if n_total > 0 and f >= n_total:
+                yield f, None, BEYOND_END
+                continue
+            if frames_it is None or f <= last or f - last > SEEK_GAP:
+                container.seek(int(round(f / rate / tb)), stream=stream, backward=True, any_frame=False)
+                frames_it, last, ended = container.decode(stream), -1, False
+            img, st = None, FRAME_DECODE_ERROR
+            while True:
+                try:
+                    fr = next(frames_it)
+                except StopIteration:
+                    ended = True
+                    break
+                except av.error.FFmpegError:
+                    frames_it = None  # seek again before the next wanted frame
+                    break
+                i = int(round(fr.pts * tb * rate)) if fr.pts is not None else last + 1
+                last = i
+                if i == f:
+                    img, st = fr.to_ndarray(format="rgb24"), FRAME_OK
+                    break
+                if i > f:  # the wanted frame is not in the stream
+                    break
+            if st != FRAME_OK and ended:
+                st = BEYOND_END
+            yield f, img, st
+    finally:
+        container.close()
+
+
+def _decode_opencv(path: Path, want: np.ndarray, stop: threading.Event) -> Iterator[tuple[int, np.ndarray | None, int]]:
+    """``(index, rgb or None, status)`` of the wanted frames (sorted, unique), decoded with OpenCV."""
     import cv2
 
     cap = _open(path)
     n_total = int(cap.get(cv2.CAP_PROP_FRAME_COUNT))
     pos, broken = 0, False
-    idx, frames, status = [], [], []
     try:
         for f in want:
             if stop.is_set():
@@ -118,28 +198,31 @@ def _decode(path: Path, want: np.ndarray, batch_size: int, stop: threading.Event
                         img, st = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), FRAME_OK
                         pos += 1
                 broken = st != FRAME_OK  # after a failure, seek again before the next wanted frame
-            idx.append(f)
-            frames.append(img)
-            status.append(st)
-            if len(idx) == batch_size:
-                yield FrameBatch(np.asarray(idx), frames, np.asarray(status, np.int8))
-                idx, frames, status = [], [], []
-        if idx:
-            yield FrameBatch(np.asarray(idx), frames, np.asarray(status, np.int8))
+            yield f, img, st
     finally:
         cap.release()
 
 
-def iter_frames(path: str | Path, frame_indices, batch_size: int = 8, read_ahead: int = 2) -> Iterator[FrameBatch]:
+def _decode(path: Path, want: np.ndarray, batch_size: int, stop: threading.Event, decoder: str):
+    if decoder not in DECODERS:
+        raise ValueError(f"decoder must be one of {DECODERS}, not {decoder!r}")
+    items = _decode_pyav(path, want, stop) if decoder == "pyav" else _decode_opencv(path, want, stop)
+    return _batches(items, batch_size)
+
+
+def iter_frames(path: str | Path, frame_indices, batch_size: int = 8, read_ahead: int = 2,
+                decoder: str | None = None) -> Iterator[FrameBatch]:  # fmt: skip
     """``FrameBatch`` es of the wanted frames (sorted, unique), decoded ``read_ahead`` batches ahead in a
-    background thread (0: in the caller's thread). ``DataError`` if the video is missing or unreadable."""
+    background thread (0: in the caller's thread) with ``decoder`` (default ``default_decoder()``).
+    ``DataError`` if the video is missing or unreadable."""
     path = Path(path)
+    decoder = decoder or default_decoder()
     want = np.unique(np.asarray(frame_indices, dtype=np.int64))
     if len(want) and want[0] < 0:
         raise ValueError(f"{path}: negative frame index {int(want[0])}")
     stop = threading.Event()
     if read_ahead <= 0:
-        yield from _decode(path, want, batch_size, stop)
+        yield from _decode(path, want, batch_size, stop, decoder)
         return
     _open(path).release()  # fail here, in the caller's thread, if the video cannot be opened
     q: queue.Queue = queue.Queue(maxsize=read_ahead)
@@ -147,7 +230,7 @@ def iter_frames(path: str | Path, frame_indices, batch_size: int = 8, read_ahead
 
     def produce() -> None:
         try:
-            for b in _decode(path, want, batch_size, stop):
+            for b in _decode(path, want, batch_size, stop, decoder):
                 while not stop.is_set():
                     try:
                         q.put(b, timeout=0.1)
@@ -177,11 +260,11 @@ def iter_frames(path: str | Path, frame_indices, batch_size: int = 8, read_ahead
                 t.join(timeout=0.05)
 
 
-def read_frames(path: str | Path, frame_indices) -> FrameBatch:
+def read_frames(path: str | Path, frame_indices, decoder: str | None = None) -> FrameBatch:
     """The frames at ``frame_indices`` (any order, repeats allowed), in that order, with their status;
     RGB uint8 ``(H, W, 3)`` (None where the status is not ``OK``)."""
     want = np.asarray(frame_indices, dtype=np.int64).reshape(-1)
     got: dict[int, tuple[np.ndarray | None, int]] = {}
-    for b in iter_frames(path, want, batch_size=32, read_ahead=0):
+    for b in iter_frames(path, want, batch_size=32, read_ahead=0, decoder=decoder):
         got.update({int(i): (f, int(s)) for i, f, s in zip(b.indices, b.frames, b.status, strict=True)})
     return FrameBatch(want, [got[int(i)][0] for i in want], np.asarray([got[int(i)][1] for i in want], np.int8))

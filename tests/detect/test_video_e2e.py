@@ -37,7 +37,8 @@ def _take(root):
     return ds.take(ds.takes()[0].take_uid)
 
 
-def test_videos_in_the_release_layout_with_stamps_that_read_frames_returns(video_root):
+@pytest.mark.parametrize("decoder", ["pyav", "opencv"])
+def test_videos_in_the_release_layout_with_stamps_that_read_frames_returns(video_root, decoder):
     take = _take(video_root)
     n = take.n_frames
     rng = np.random.default_rng(3)
@@ -48,7 +49,7 @@ def test_videos_in_the_release_layout_with_stamps_that_read_frames_returns(video
         path = exo_video_path(take, take.rig.names[0], downscaled)
         frames, w, h = video_info(path)
         assert frames == n and h == (448 if downscaled else 540)
-        got = read_frames(path, idx)
+        got = read_frames(path, idx, decoder=decoder)
         assert (got.status == FRAME_OK).all()
         assert [read_frame_stamp(f) for f in got.frames] == idx.tolist()
     entry = json.loads((video_root / "takes.json").read_text())[0]
