@@ -23,6 +23,7 @@ HEIGHT_M = 1.5
 MIN_AREA_FRACTION = 0.005
 ASPECT_RANGE = (0.5, 5.0)
 MIN_IOU = 0.3
+MAX_BRIDGED_GAP_S = 1.0  # anchor gaps up to this long are bridged for the cylinder fallback
 
 
 def cylinder_points(head: np.ndarray) -> np.ndarray:
@@ -64,6 +65,27 @@ def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     inter = np.clip(x1 - x0, 0, None) * np.clip(y1 - y0, 0, None)
     union = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1]) + (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1]) - inter
     return inter / np.maximum(union, 1e-9)
+
+
+def bridge_anchor_gaps(head: np.ndarray, head_ok: np.ndarray, fps: float,
+                       max_gap_s: float = MAX_BRIDGED_GAP_S) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Head positions ``(F, 3)`` and validity ``(F,)`` with interior gaps of ``head_ok`` no longer than
+    ``max_gap_s`` filled by linear interpolation between the valid samples around them (the ends of
+    the take are not extrapolated)."""
+    head = np.array(head, dtype=np.float64)
+    ok = np.asarray(head_ok, bool).copy()
+    bad = np.flatnonzero(~ok)
+    if not len(bad) or not ok.any():
+        return head, ok
+    starts = bad[np.r_[True, np.diff(bad) > 1]]
+    ends = bad[np.r_[np.diff(bad) > 1, True]] + 1
+    for a, b in zip(starts, ends, strict=True):
+        if a == 0 or b == len(ok) or (b - a) / fps > max_gap_s:
+            continue
+        w = (np.arange(a, b) - (a - 1)) / (b - (a - 1))
+        head[a:b] = (1 - w)[:, None] * head[a - 1] + w[:, None] * head[b]
+        ok[a:b] = True
+    return head, ok
 
 
 def apply_cylinder_rule(assoc: Association, obs: Observations, rig: CameraRig, head: np.ndarray,

@@ -30,6 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
+try:  # a dependency of motionkit; the OpenCV decoder remains where it is missing
+    import av
+except ImportError:  # pragma: no cover
+    av = None
+
 from motionkit.common.errors import DataError
 from motionkit.data.egoexo4d import Take
 from motionkit.geometry.camera import Camera
@@ -99,12 +104,7 @@ def video_info(path: str | Path) -> tuple[int, int, int]:
 
 def default_decoder() -> str:
     """``pyav`` where PyAV is installed, else ``opencv``."""
-    try:
-        import av  # noqa: F401
-
-        return "pyav"
-    except ImportError:
-        return "opencv"
+    return "opencv" if av is None else "pyav"
 
 
 def _batches(items: Iterator[tuple[int, np.ndarray | None, int]], batch_size: int) -> Iterator[FrameBatch]:
@@ -122,8 +122,8 @@ def _batches(items: Iterator[tuple[int, np.ndarray | None, int]], batch_size: in
 
 def _decode_pyav(path: Path, want: np.ndarray, stop: threading.Event) -> Iterator[tuple[int, np.ndarray | None, int]]:
     """``(index, rgb or None, status)`` of the wanted frames (sorted, unique), decoded with PyAV."""
-    import av
-
+    if av is None:
+        raise RuntimeError("decoder='pyav' needs PyAV (pip install av)")
     if not path.is_file():
         raise DataError(path, "video not found")
     try:

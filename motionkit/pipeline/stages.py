@@ -24,7 +24,7 @@ from motionkit.data.egoexo4d import Take
 from motionkit.data.observations import write_observations
 from motionkit.data.store import TakeResult
 from motionkit.detect.association import select_wearer
-from motionkit.detect.cylinder import apply_cylinder_rule
+from motionkit.detect.cylinder import apply_cylinder_rule, bridge_anchor_gaps
 from motionkit.detect.frames import FRAME_STATUS, exo_video_path
 from motionkit.detect.sources import annotation_observations, dataset_observation_path, load_observation_cache
 from motionkit.detect.timesync import check_timesync
@@ -193,6 +193,12 @@ def stage_associate(ctx: StageContext) -> None:
     if mode != "soma":  # the official cylinder rule, everywhere or where the SOMA rule found nobody
         where = None if mode == "cylinder" else a.reason == "NO_DET_NEAR_ANCHOR"
         a = apply_cylinder_rule(a, obs, ctx.take.rig, anchor, anchor_ok, where)
+    # where the Aria anchor is missing (timesync gaps, no pose) and tracking did not carry the wearer
+    # through: the cylinder rule around the head bridged across gaps of up to 1 s
+    head, head_ok = bridge_anchor_gaps(anchor, anchor_ok, ctx.config.fps)
+    gap = (~anchor_ok & head_ok)[:, None] & ~a.selected
+    if gap.any():
+        a = apply_cylinder_rule(a, obs, ctx.take.rig, head, head_ok, gap)
     # left/right swaps of the wearer's labels, by leave-one-out triangulation over the other views
     conf = np.where(a.selected[..., None], a.confidence, 0.0)
     swap = detect_lr_swaps(a.keypoints, conf, ctx.take.rig)

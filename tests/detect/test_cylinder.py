@@ -60,3 +60,34 @@ def test_cylinder_modes_against_soma(default_root, tmp_path):
 def test_unknown_association_mode_is_refused():
     with pytest.raises(ValueError, match="association must be one of"):
         PipelineConfig(association="largest")
+
+
+def test_cylinder_rule_bridges_anchor_gaps_that_tracking_does_not_carry(default_root):
+    """A 0.8-s hole in the Aria anchor (longer than tracking carries the wearer blind): the cylinder
+    rule around the head interpolated across the hole selects the wearer there; 2-s holes stay holes."""
+    from motionkit.detect.association import AssociationConfig, select_wearer
+    from motionkit.detect.cylinder import apply_cylinder_rule, bridge_anchor_gaps
+    from motionkit.detect.sources import dataset_observation_path, load_observation_cache
+
+    ds = EgoExoDataset(default_root)
+    take = ds.take(ds.takes()[0].take_uid)
+    obs = load_observation_cache(dataset_observation_path(take), take.rig)
+    with h5py.File(default_root / "gt" / f"{take.uid}.h5") as f:
+        cpf = f["wearer/T_world_cpf"][()][:, :3, 3]
+        person = f["detections/person_id"][()]
+    frames = np.arange(len(cpf))
+    ok = np.ones(len(frames), bool)
+    ok[90:114] = False  # 24 frames = 0.8 s at 30 fps
+    reason = np.where(ok, "", "ARIA_TS_NAN")
+    a = select_wearer(obs, take.rig, frames, cpf, ok, reason, AssociationConfig(max_blind_frames=0))
+    assert not a.selected[90:114].any()
+    head, head_ok = bridge_anchor_gaps(cpf, ok, 30.0)
+    assert head_ok.all() and np.linalg.norm(head[90:114] - cpf[90:114], axis=1).max() < 0.3
+    b = apply_cylinder_rule(a, obs, take.rig, head, head_ok, (~ok & head_ok)[:, None] & ~a.selected)
+    sel = b.selected[90:114]
+    assert sel.mean() > 0.6 and (b.reason[90:114][sel] == "CYLINDER_IOU").all()
+    assert (person[b.det_index[90:114][sel]] == 0).mean() > 0.95  # the wearer, not a bystander
+    assert (b.det_index[~np.isin(frames, range(90, 114))] == a.det_index[~np.isin(frames, range(90, 114))]).all()
+    ok2 = np.ones(len(frames), bool)
+    ok2[90:150] = False  # 2 s: not bridged
+    assert not bridge_anchor_gaps(cpf, ok2, 30.0)[1][90:150].any()
