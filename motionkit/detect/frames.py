@@ -67,7 +67,8 @@ def camera_for_video(camera: Camera, width: int, height: int) -> Camera:
 @dataclass
 class FrameBatch:
     """Frames ``indices (B,)``, the decoded RGB uint8 ``frames`` (None where not decoded) and their
-    ``status (B,)`` codes (``FRAME_STATUS``)."""
+    ``status (B,)`` codes (``FRAME_STATUS``). Also a sequence of its frames: ``batch[k]``, ``len``,
+    iteration."""
 
     indices: np.ndarray
     frames: list[np.ndarray | None]
@@ -76,6 +77,15 @@ class FrameBatch:
     @property
     def ok(self) -> np.ndarray:
         return self.status == FRAME_OK
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    def __getitem__(self, k: int) -> np.ndarray | None:
+        return self.frames[k]
+
+    def __iter__(self):
+        return iter(self.frames)
 
 
 def _open(path: Path):

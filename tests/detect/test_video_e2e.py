@@ -51,7 +51,7 @@ def test_videos_in_the_release_layout_with_stamps_that_read_frames_returns(video
         assert frames == n and h == (448 if downscaled else 540)
         got = read_frames(path, idx, decoder=decoder)
         assert (got.status == FRAME_OK).all()
-        assert [read_frame_stamp(f) for f in got.frames] == idx.tolist()
+        assert [read_frame_stamp(f) for f in got] == idx.tolist()  # the frames, in the order asked
     entry = json.loads((video_root / "takes.json").read_text())[0]
     assert set(entry["frame_aligned_videos"]) == set(take.rig.names)
 
