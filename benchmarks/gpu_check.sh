@@ -15,8 +15,8 @@ echo "== machine"; nvidia-smi --query-gpu=name,memory.total,driver_version --for
 echo "== doctor"; "$PY" -m motionkit.cli doctor --cuda
 echo "== build (cached by source hash)"; "$PY" -m motionkit.kernels cpu cuda
 echo "== CUDA parity tests"
-timeout 150 "$PY" -m pytest -q -p no:cacheprovider -m gpu tests/kernels tests/test_gpu.py 2>&1 | tail -15
+timeout 120 "$PY" -m pytest -q -p no:cacheprovider -m gpu tests/kernels tests/test_gpu.py 2>&1 | tail -15
 echo "== GPU fit benchmark (20-s realistic takes; 1 take and 16 batched)"
-timeout 180 "$PY" benchmarks/bench_fit.py --devices cuda --takes 16 --seconds 20
+timeout 170 "$PY" benchmarks/bench_fit.py --devices cuda --takes 16 --seconds 20
 echo "== detection throughput (decode, RF-DETR Nano on 448p, keypoints on 576-px crops; random weights)"
-timeout 90 "$PY" benchmarks/bench_detect.py --devices cuda --frames 120 --scale 1.0 --batch 32
+timeout 60 "$PY" benchmarks/bench_detect.py --devices cuda --frames 60 --scale 1.0 --batch 32
