@@ -1,9 +1,10 @@
 """Person boxes and COCO-17 keypoints from the exo videos, top-down, cached per take.
 
-Per camera: frames decoded at the take frames a run needs (``frames.iter_frames``, a status per
-frame), person boxes on 448p copies of them, keypoints on crops of the full frames around the
-candidates (the wearer's candidates first: nearest to the projected Aria head), mapped to raw
-(calibration-resolution) pixels. A camera whose video is missing, unreadable or of another shape
+Frames decoded at the take frames a run needs, every camera in its own read-ahead thread
+(``frames.iter_frames``, a status per frame); for each group of take frames, person boxes on 448p
+copies of the frames of all cameras in one batch, then keypoints on crops of the full frames around
+the candidates (the wearer's candidates first: nearest to the projected Aria head) in one batch,
+mapped to raw (calibration-resolution) pixels. A camera whose video is missing, unreadable or of another shape
 is recorded (``video_errors``) and its frames marked ``VIDEO_UNUSABLE``; the other cameras go on.
 The result is written in the observation cache format and reused when the same models, options and
 frames are asked for again.
@@ -41,6 +42,7 @@ def detect_videos(
     detector: PersonDetector | None = None,
     keypoint_model: CropKeypointModel | None = None,
     max_per_frame: int = MAX_PEOPLE_PER_FRAME,
+    frames_per_batch: int = 8,
 ) -> Observations:
     """Boxes and keypoints at take ``frames (M,)`` of every calibrated exo camera, in raw pixels.
 
@@ -48,7 +50,8 @@ def detect_videos(
     ``detector`` / ``keypoint_model``: any objects with the ``motionkit.detect.topdown`` interfaces
     (default: RF-DETR ``variant`` and RFDETRKeypointPreview from local checkpoints). The observations'
     ``attrs`` hold ``frame_status`` (JSON ``(V, M)`` codes of ``frames.FRAME_STATUS``) and
-    ``video_errors`` (JSON camera -> reason).
+    ``video_errors`` (JSON camera -> reason). The models see ``frames_per_batch`` take frames of every
+    usable camera at once.
     """
     frames = np.asarray(frames, dtype=np.int64)
     if detector is None:
@@ -67,41 +70,47 @@ def detect_videos(
     status = np.full((len(rig), len(frames)), VIDEO_UNUSABLE, np.int8)
     errors: dict[str, str] = {}
     col = {int(f): m for m, f in enumerate(frames)}
+    streams = []  # (view, frame batches, scale of the video, Aria head in video pixels)
     for v, cam in enumerate(rig):
         video = exo_video_path(take, cam.name, downscaled)
         try:
             _, w, h = video_info(video)
             vcam = camera_for_video(cam, w, h)
-            batches = iter_frames(video, frames)
+            batches = iter_frames(video, frames, batch_size=frames_per_batch)
         except (DataError, ValueError) as exc:
             errors[cam.name] = f"{video.name}: {exc}"
             continue
-        s = vcam.width / cam.width
         head_px = None
         if head_world is not None:
             head_px = vcam.project(np.nan_to_num(head_world, nan=0.0))
             head_px[~np.isfinite(head_world).all(1)] = np.nan
-        for b in batches:
+        streams.append((v, batches, vcam.width / cam.width, head_px))
+    # the same take frames from every camera at once (each decoded ahead in its own thread): one
+    # detector batch and one keypoint batch across cameras and frames
+    for group in zip(*(st[1] for st in streams), strict=True):
+        imgs, where = [], []  # (view, take frame, video scale, head pixel)
+        for (v, _, s, head_px), b in zip(streams, group, strict=True):
             status[v, [col[int(i)] for i in b.indices]] = b.status
-            ok = np.flatnonzero(b.ok)
-            if not len(ok):
-                continue
-            imgs = [b.frames[i] for i in ok]
-            dets = detect_people(imgs, detector)
-            prio = None
-            if head_px is not None:
-                hp = head_px[[col[int(b.indices[i])] for i in ok]]
-                prio = [np.nan_to_num(np.linalg.norm(0.5 * (bx[:, :2] + bx[:, 2:]) - hp[k], axis=1), nan=0.0)
-                        for k, (bx, _) in enumerate(dets)]  # fmt: skip
-            kps = topdown_keypoints(imgs, [bx for bx, _ in dets], keypoint_model, prio, max_per_frame)
-            for i, (bx, sc), (kp, cf) in zip(ok, dets, kps, strict=True):
-                for n in range(len(bx)):
-                    rows["frame_index"].append(int(b.indices[i]))
-                    rows["camera"].append(v)
-                    rows["box"].append(scale_points(bx[n].reshape(2, 2), 1.0 / s).reshape(4))
-                    rows["score"].append(sc[n])
-                    rows["keypoints"].append(scale_points(kp[n], 1.0 / s))
-                    rows["keypoint_conf"].append(cf[n])
+            for i in np.flatnonzero(b.ok):
+                m = col[int(b.indices[i])]
+                imgs.append(b.frames[i])
+                where.append((v, int(b.indices[i]), s, None if head_px is None else head_px[m]))
+        if not imgs:
+            continue
+        dets = detect_people(imgs, detector)
+        prio = None
+        if head_world is not None:
+            prio = [np.nan_to_num(np.linalg.norm(0.5 * (bx[:, :2] + bx[:, 2:]) - hp, axis=1), nan=0.0)
+                    for (bx, _), (_, _, _, hp) in zip(dets, where, strict=True)]  # fmt: skip
+        kps = topdown_keypoints(imgs, [bx for bx, _ in dets], keypoint_model, prio, max_per_frame)
+        for (v, f, s, _), (bx, sc), (kp, cf) in zip(where, dets, kps, strict=True):
+            for n in range(len(bx)):
+                rows["frame_index"].append(f)
+                rows["camera"].append(v)
+                rows["box"].append(scale_points(bx[n].reshape(2, 2), 1.0 / s).reshape(4))
+                rows["score"].append(sc[n])
+                rows["keypoints"].append(scale_points(kp[n], 1.0 / s))
+                rows["keypoint_conf"].append(cf[n])
     attrs = {
         "detector": ident[0],
         "keypoint_model": ident[1],
