@@ -327,6 +327,23 @@ struct PriorData {
 
 constexpr int kPriorTerms = 5;
 
+// frame m, triangulated joint c: model point x, triangulated point y, squared distance
+template <typename T>
+MK_HD T prior_3d_residual(const PriorData<T>& d, int64_t m, int c, const T** x, const T** y) {
+  *x = d.J + (m * d.Jn + d.coco[c]) * 3;
+  *y = d.tri + (m * d.C + c) * 3;
+  T d2 = 0;
+  for (int k = 0; k < 3; ++k) d2 += ((*x)[k] - (*y)[k]) * ((*x)[k] - (*y)[k]);
+  return d2;
+}
+
+// acceleration of joint j, axis k at frames k0..k0+2 (m/s^2)
+template <typename T>
+MK_HD T prior_acceleration(const PriorData<T>& d, int64_t k0, int j, int k) {
+  return (d.J[((k0 + 2) * d.Jn + j) * 3 + k] - 2 * d.J[((k0 + 1) * d.Jn + j) * 3 + k] + d.J[(k0 * d.Jn + j) * 3 + k]) *
+         d.fps * d.fps;
+}
+
 template <typename T>
 MK_HD void prior_terms_frame(const PriorData<T>& d, int64_t m, T* num, T* den) {
   for (int i = 0; i < kPriorTerms; ++i) num[i] = den[i] = 0;
@@ -334,21 +351,17 @@ MK_HD void prior_terms_frame(const PriorData<T>& d, int64_t m, T* num, T* den) {
   for (int c = 0; c < d.C; ++c) {
     const T w = d.tri_w[m * d.C + c];
     if (w == T(0)) continue;
-    const T* x = d.J + (m * d.Jn + d.coco[c]) * 3;
-    const T* y = d.tri + (m * d.C + c) * 3;
-    T d2 = 0;
-    for (int k = 0; k < 3; ++k) d2 += (x[k] - y[k]) * (x[k] - y[k]);
+    const T *x, *y;
+    const T d2 = prior_3d_residual(d, m, c, &x, &y);
     num[0] += w * d2 / (s2 + d2);
     den[0] += w;
   }
-  const T f2 = d.fps * d.fps;
   if (m + 2 < d.M) {
     const T w = d.fm[m] * d.fm[m + 1] * d.fm[m + 2];
     T v = 0;
     for (int j = 0; j < d.n_acc; ++j)
       for (int k = 0; k < 3; ++k) {
-        const T a = (d.J[((m + 2) * d.Jn + j) * 3 + k] - 2 * d.J[((m + 1) * d.Jn + j) * 3 + k] +
-                     d.J[(m * d.Jn + j) * 3 + k]) * f2;
+        const T a = prior_acceleration(d, m, j, k);
         v += a * a;
       }
     num[1] += w * v / d.n_acc;
@@ -390,10 +403,8 @@ MK_HD void prior_terms_frame_backward(const PriorData<T>& d, int64_t m, const T*
   for (int c = 0; c < d.C; ++c) {
     const T w = d.tri_w[m * d.C + c];
     if (w == T(0)) continue;
-    const T* x = d.J + (m * d.Jn + d.coco[c]) * 3;
-    const T* y = d.tri + (m * d.C + c) * 3;
-    T d2 = 0;
-    for (int k = 0; k < 3; ++k) d2 += (x[k] - y[k]) * (x[k] - y[k]);
+    const T *x, *y;
+    const T d2 = prior_3d_residual(d, m, c, &x, &y);
     const T q = s2 + d2;
     const T g = scale[0] * w * s2 / (q * q) * 2;
     for (int k = 0; k < 3; ++k) gJ[d.coco[c] * 3 + k] += g * (x[k] - y[k]);
@@ -405,11 +416,7 @@ MK_HD void prior_terms_frame_backward(const PriorData<T>& d, int64_t m, const T*
     if (w == T(0)) continue;
     const T coef = (m == k0 + 1 ? T(-2) : T(1)) * scale[1] * w * 2 * f2 / d.n_acc;
     for (int j = 0; j < d.n_acc; ++j)
-      for (int k = 0; k < 3; ++k) {
-        const T a = (d.J[((k0 + 2) * d.Jn + j) * 3 + k] - 2 * d.J[((k0 + 1) * d.Jn + j) * 3 + k] +
-                     d.J[(k0 * d.Jn + j) * 3 + k]) * f2;
-        gJ[j * 3 + k] += coef * a;
-      }
+      for (int k = 0; k < 3; ++k) gJ[j * 3 + k] += coef * prior_acceleration(d, k0, j, k);
   }
   for (int k = 0; k < 6; ++k) ggo[k] = 0;
   if (m >= 1) {

@@ -139,15 +139,22 @@ MK_HD int quat_branch_index(const T* R) {
   return k;
 }
 
+// R (3x3) -> quaternion q (x, y, z, w) by Shepperd's branch br; returns the primary component p
+template <typename T>
+MK_HD T rotmat_to_quat(const T* R, const QuatBranch& br, T* q) {
+  T dsum = 1 + br.diag[0] * R[0] + br.diag[1] * R[4] + br.diag[2] * R[8];
+  T p = T(0.5) * sqrt(dsum);
+  q[br.primary] = p;
+  for (int i = 0; i < 3; ++i) q[br.other[i]] = (R[br.a[i]] + br.sb[i] * R[br.b[i]]) / (4 * p);
+  return p;
+}
+
 // R (3x3) -> rotation vector (3), shortest arc
 template <typename T>
 MK_HD void rotmat_to_rotvec(const T* R, T* rv) {
   QuatBranch br = quat_branch(quat_branch_index(R));
   T q[4];
-  T dsum = 1 + br.diag[0] * R[0] + br.diag[1] * R[4] + br.diag[2] * R[8];
-  T p = T(0.5) * sqrt(dsum);
-  q[br.primary] = p;
-  for (int i = 0; i < 3; ++i) q[br.other[i]] = (R[br.a[i]] + br.sb[i] * R[br.b[i]]) / (4 * p);
+  rotmat_to_quat(R, br, q);
   T sgn = q[3] < 0 ? T(-1) : T(1);
   T v[3] = {sgn * q[0], sgn * q[1], sgn * q[2]}, w = sgn * q[3];
   T n = sqrt(dot3(v, v));
@@ -160,10 +167,7 @@ template <typename T>
 MK_HD void rotmat_to_rotvec_backward(const T* R, const T* grv, T* gRacc) {
   QuatBranch br = quat_branch(quat_branch_index(R));
   T q[4];
-  T dsum = 1 + br.diag[0] * R[0] + br.diag[1] * R[4] + br.diag[2] * R[8];
-  T p = T(0.5) * sqrt(dsum);
-  q[br.primary] = p;
-  for (int i = 0; i < 3; ++i) q[br.other[i]] = (R[br.a[i]] + br.sb[i] * R[br.b[i]]) / (4 * p);
+  const T p = rotmat_to_quat(R, br, q);
   T sgn = q[3] < 0 ? T(-1) : T(1);
   T v[3] = {sgn * q[0], sgn * q[1], sgn * q[2]}, w = sgn * q[3];
   T n = sqrt(dot3(v, v));
