@@ -103,6 +103,21 @@ inline ReprojectionSizes check_reprojection_inputs(const at::Tensor& joints, con
   return {P, M, static_cast<int>(V), static_cast<int>(J)};
 }
 
+inline void check_adam_inputs(const at::Tensor& param, const at::Tensor& exp_avg, const at::Tensor& exp_avg_sq,
+                              const at::Tensor& grad, const at::Tensor& lr, const at::Tensor& step) {
+  TORCH_CHECK(param.is_contiguous() && exp_avg.is_contiguous() && exp_avg_sq.is_contiguous(),
+              "motionkit.adam_step_: parameter and moments must be contiguous");
+  TORCH_CHECK(exp_avg.sizes() == param.sizes() && exp_avg_sq.sizes() == param.sizes() &&
+                  grad.sizes() == param.sizes(),
+              "motionkit.adam_step_: shapes of parameter, moments and gradient differ");
+  TORCH_CHECK(lr.numel() == 1 && step.numel() == 1, "motionkit.adam_step_: lr and step must have one element");
+  TORCH_CHECK(lr.device() == param.device() && step.device() == param.device(),
+              "motionkit.adam_step_: lr and step must be on the parameter's device");
+  for (auto& [x, name] : {std::pair<const at::Tensor&, const char*>{exp_avg, "exp_avg"}, {exp_avg_sq, "exp_avg_sq"},
+                          {grad, "grad"}})
+    check_same(param, x, name);
+}
+
 constexpr double kReprojectionClamp = 1e-6;  // sum of weights below which the loss is sum w GMoF / 1e-6
 constexpr double kPriorClamp = 1.0;          // masked means divide by max(sum w, 1)
 

@@ -200,6 +200,19 @@ MK_HD void rotmat_to_rotvec_backward(const T* R, const T* grv, T* gRacc) {
   gRacc[8] += br.diag[2] * gd;
 }
 
+// ------------------------------------------------------------------------------------------ Adam
+// One element of torch's Adam (no weight decay, no amsgrad): moments m, v updated in place, then the
+// parameter. bc1 = 1 - beta1^step, bc2 = 1 - beta2^step. Plain arithmetic, the same for every element
+// wherever it sits in the tensor (no fused multiply-adds that a vector body would use and a tail not).
+template <typename T>
+MK_HD void adam_element(T* p, T* m, T* v, T g, T lr, T beta1, T beta2, T eps, T bc1, T bc2) {
+  const T mm = *m + (g - *m) * (T(1) - beta1);
+  const T vv = *v * beta2 + g * g * (T(1) - beta2);
+  *m = mm;
+  *v = vv;
+  *p -= (lr / bc1) * mm / (sqrt(vv) / sqrt(bc2) + eps);
+}
+
 // ------------------------------------------------------------------------------------------ KB3 projection
 template <typename T>
 MK_HD T kb3_distort(T th, const T* k) {

@@ -227,6 +227,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> prior_terms_backward_cpu(
   return {gJ, ggo, grv};
 }
 
+void adam_step_cpu(at::Tensor& param, at::Tensor& exp_avg, at::Tensor& exp_avg_sq, const at::Tensor& grad,
+                   const at::Tensor& lr, const at::Tensor& step, double beta1, double beta2, double eps) {
+  mk::check_adam_inputs(param, exp_avg, exp_avg_sq, grad, lr, step);
+  auto g = grad.contiguous();
+  const double t = step.item<double>(), lr_v = lr.item<double>();  // CPU tensors: no device sync
+  AT_DISPATCH_FLOATING_TYPES(param.scalar_type(), "adam_step_cpu", [&] {
+    scalar_t *p = param.data_ptr<scalar_t>(), *m = exp_avg.data_ptr<scalar_t>(), *v = exp_avg_sq.data_ptr<scalar_t>();
+    const scalar_t* gp = g.data_ptr<scalar_t>();
+    const scalar_t b1 = beta1, b2 = beta2, e = eps, l = lr_v;
+    const scalar_t bc1 = 1 - std::pow(beta1, t), bc2 = 1 - std::pow(beta2, t);
+    at::parallel_for(0, param.numel(), 2048, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) mk::adam_element(p + i, m + i, v + i, gp[i], l, b1, b2, e, bc1, bc2);
+    });
+  });
+}
+
 }  // namespace
 
 TORCH_LIBRARY(motionkit, m) {
@@ -238,6 +254,9 @@ TORCH_LIBRARY(motionkit, m) {
       "Tensor kp_template, Tensor kp_shapedirs, Tensor kp_posedirs, Tensor kp_weights, Tensor parents) "
       "-> (Tensor, Tensor, Tensor)");
   m.def("rot6d_to_rotvec(Tensor rot6d) -> Tensor");
+  m.def(
+      "adam_step_(Tensor(a!) param, Tensor(b!) exp_avg, Tensor(c!) exp_avg_sq, Tensor grad, Tensor lr, Tensor step, "
+      "float beta1, float beta2, float eps) -> ()");
   m.def("rot6d_to_rotvec_backward(Tensor grad, Tensor rot6d) -> Tensor");
   m.def(
       "robust_reprojection(Tensor joints, Tensor R, Tensor t, Tensor params, Tensor theta_max, Tensor obs, "
@@ -261,5 +280,6 @@ TORCH_LIBRARY_IMPL(motionkit, CPU, m) {
   m.impl("robust_reprojection", &robust_reprojection_cpu);
   m.impl("robust_reprojection_backward", &robust_reprojection_backward_cpu);
   m.impl("prior_terms", &prior_terms_cpu);
+  m.impl("adam_step_", &adam_step_cpu);
   m.impl("prior_terms_backward", &prior_terms_backward_cpu);
 }

@@ -103,6 +103,14 @@ __global__ void sum_rows_kernel(const T* rows, int64_t P, int64_t per, int B, T*
   if (p < P) mk::sum_rows(rows + p * per * B, per, B, out + p * B);
 }
 
+template <typename T>
+__global__ void adam_kernel(T* p, T* m, T* v, const T* g, const T* lr, const T* step, int64_t n, T b1, T b2, T eps) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const T t = *step;  // read from device memory: a CUDA graph replays the update with the current step
+  mk::adam_element(p + i, m + i, v + i, g[i], *lr, b1, b2, eps, T(1) - pow(b1, t), T(1) - pow(b2, t));
+}
+
 #define MK_LAUNCH(kernel, n, ...)                                                                  \
   if ((n) > 0) {                                                                                   \
     kernel<<<blocks_for(n), kThreads, 0, c10::cuda::getCurrentCUDAStream()>>>(__VA_ARGS__);         \
@@ -258,6 +266,21 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> prior_terms_backward_cuda(
   return {gJ, ggo, grv};
 }
 
+void adam_step_cuda(at::Tensor& param, at::Tensor& exp_avg, at::Tensor& exp_avg_sq, const at::Tensor& grad,
+                    const at::Tensor& lr, const at::Tensor& step, double beta1, double beta2, double eps) {
+  mk::check_adam_inputs(param, exp_avg, exp_avg_sq, grad, lr, step);
+  c10::cuda::CUDAGuard guard(param.device());
+  auto g = grad.contiguous();
+  auto lr_t = lr.to(param.scalar_type());
+  auto step_t = step.to(param.scalar_type());
+  AT_DISPATCH_FLOATING_TYPES(param.scalar_type(), "adam_step_cuda", [&] {
+    MK_LAUNCH(adam_kernel<scalar_t>, param.numel(), param.data_ptr<scalar_t>(), exp_avg.data_ptr<scalar_t>(),
+              exp_avg_sq.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(), lr_t.data_ptr<scalar_t>(),
+              step_t.data_ptr<scalar_t>(), param.numel(), static_cast<scalar_t>(beta1), static_cast<scalar_t>(beta2),
+              static_cast<scalar_t>(eps));
+  });
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(motionkit, CUDA, m) {
@@ -268,5 +291,6 @@ TORCH_LIBRARY_IMPL(motionkit, CUDA, m) {
   m.impl("robust_reprojection", &robust_reprojection_cuda);
   m.impl("robust_reprojection_backward", &robust_reprojection_backward_cuda);
   m.impl("prior_terms", &prior_terms_cuda);
+  m.impl("adam_step_", &adam_step_cuda);
   m.impl("prior_terms_backward", &prior_terms_backward_cuda);
 }

@@ -334,15 +334,20 @@ def use_fused_kernels(kernels: str, device: torch.device) -> bool:
     return ok
 
 
-def adam(params: list[torch.Tensor], lr: float, capturable: bool = False) -> torch.optim.Adam:
-    """Adam with its fused single-kernel update where torch offers it for these tensors (one operator
-    per step instead of about ten per parameter), else the per-tensor loop."""
+def adam(params: list[torch.Tensor], lr: float, fused: bool = False, capturable: bool = False):
+    """The fit's Adam: on the fused path ``motionkit.kernels.ops.KernelAdam`` (one operator per parameter,
+    capturable), else torch's multi-tensor (``foreach``) Adam.
+
+    Never torch's fused single-kernel Adam: its CPU kernel rounds an element differently depending on
+    where it falls in the tensor (vector body or tail), so a problem's result would depend on what else
+    is in the batch. With either of these a take fitted in a batch equals the take fitted alone, bit for
+    bit (tested).
+    """
+    if fused:
+        return kernel_ops.KernelAdam(params, lr)
     if capturable:  # a CUDA graph reads the learning rate from device memory: a tensor updated in place
         lr = torch.tensor(lr, dtype=torch.float32, device=params[0].device)
-    try:
-        return torch.optim.Adam(params, lr=lr, fused=True, capturable=capturable)
-    except (RuntimeError, ValueError):
-        return torch.optim.Adam(params, lr=lr, capturable=capturable)
+    return torch.optim.Adam(params, lr=lr, foreach=True, capturable=capturable)
 
 
 CUDA_GRAPH_WARMUP = 3
@@ -362,7 +367,7 @@ def lr_schedule(lr: float, n_it: int, final: float, decay_from: float):
     return at
 
 
-def _set_lr(opt: torch.optim.Optimizer, value: float) -> None:
+def _set_lr(opt, value: float) -> None:
     for group in opt.param_groups:
         if isinstance(group["lr"], torch.Tensor):  # CUDA graphs read it from device memory
             group["lr"].fill_(value)
@@ -370,7 +375,7 @@ def _set_lr(opt: torch.optim.Optimizer, value: float) -> None:
             group["lr"] = value
 
 
-def run_iterations(step, n_it: int, graphs: bool, opt: torch.optim.Optimizer, progress=None, lr_at=None):
+def run_iterations(step, n_it: int, graphs: bool, opt, progress=None, lr_at=None):
     """Call ``step()`` (one Adam iteration returning its loss terms) ``n_it`` times, setting the learning
     rate ``lr_at(i)`` before iteration ``i`` (if given). With ``graphs``
     (CUDA), a few warm-up iterations run eagerly on a side stream, the next is captured as a CUDA graph
@@ -552,12 +557,14 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
         J = forward()
         Jc = J[..., coco, :]
         Jo = wj0 * Jc[pidx, m0] + wj * Jc[pidx, m1]
-        pc = torch.einsum("pvij,pmkj->pmvki", R_cw, Jo) + t_cw[:, None, :, None]
+        # R X + t element by element (not a batched matmul, whose blocking depends on the batch's shape):
+        # the second pass's drop decisions must not depend on what else is in the batch
+        pc = (R_cw[:, None, :, None] * Jo[:, :, None, :, None, :]).sum(-1) + t_cw[:, None, :, None]
         return kb3_project_torch(pc, params[:, None, :, None, :]), J
 
     def run(stage: int, vars_: list, n_it: int) -> dict:
         graphs = fused and cfg.cuda_graphs and dev.type == "cuda"
-        opt = adam(vars_, cfg.lr, capturable=graphs)
+        opt = adam(vars_, cfg.lr, fused=fused, capturable=graphs)
         weights = stage_weights(stage)
         tri_w_stage = tri_w if stage >= 1 else tri_w * torso_mask  # stage A: the torso only
 

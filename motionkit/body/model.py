@@ -79,9 +79,11 @@ class BodyModel(torch.nn.Module):
         return {**{n: getattr(self, n) for n in names}, "parents": self._parents}
 
     def rest_joints(self, betas: torch.Tensor) -> torch.Tensor:
-        """``betas (..., 10)`` -> rest-pose joints ``(..., 55, 3)``, in the dtype of ``betas``."""
+        """``betas (..., 10)`` -> rest-pose joints ``(..., 55, 3)``, in the dtype of ``betas``. Element-wise
+        products and a sum over the coefficients (not a matmul, whose blocking depends on the batch
+        size): a problem's result does not depend on what else is in the batch."""
         dt = betas.dtype
-        return self.J_template.to(dt) + torch.einsum("jcb,...b->...jc", self.J_shapedirs.to(dt), betas)
+        return self.J_template.to(dt) + (self.J_shapedirs.to(dt) * betas[..., None, None, :]).sum(-1)
 
     def forward(
         self,

@@ -130,3 +130,38 @@ def prior_terms(J, coco, tri, tri_w, fm, fps, rot6d, rv, sigma_3d: float, limits
     table = _limit_table(SMPLX_JOINT_LIMITS if limits is None else limits, rv.shape[-2], J)
     c = [x.contiguous() for x in (J, coco, tri, tri_w, fm, fps, rot6d, rv)]
     return torch.ops.motionkit.prior_terms(*c, table, float(sigma_3d), int(n_acc))[0]
+
+
+class KernelAdam:
+    """Adam (torch's update rule, no weight decay) on the ``motionkit::adam_step_`` operator: one
+    operator per parameter and step, and every element updated by the same arithmetic wherever it sits
+    in its tensor, so that a problem fitted in a batch gets exactly the update it gets alone (torch's
+    fused CPU Adam rounds vector-body and tail elements differently). ``lr`` and the step count live in
+    tensors on the parameters' device (CUDA graphs replay the update with their current values);
+    ``param_groups[0]["lr"]`` is that tensor."""
+
+    def __init__(self, params: list[torch.Tensor], lr: float, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8) -> None:  # fmt: skip
+        self.params = list(params)
+        like = self.params[0]
+        self.lr = torch.tensor(lr, dtype=like.dtype, device=like.device)
+        self.step_count = torch.zeros((), dtype=like.dtype, device=like.device)
+        self.betas, self.eps = betas, eps
+        self.exp_avg = [torch.zeros_like(p) for p in self.params]
+        self.exp_avg_sq = [torch.zeros_like(p) for p in self.params]
+        self.param_groups = [{"lr": self.lr, "params": self.params}]
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.params:
+            if set_to_none:
+                p.grad = None
+            elif p.grad is not None:
+                p.grad.zero_()
+
+    @torch.no_grad()
+    def step(self) -> None:
+        self.step_count.add_(1)
+        for p, m, v in zip(self.params, self.exp_avg, self.exp_avg_sq, strict=True):
+            if p.grad is not None:
+                torch.ops.motionkit.adam_step_(p, m, v, p.grad, self.lr, self.step_count, self.betas[0],
+                                               self.betas[1], self.eps)  # fmt: skip

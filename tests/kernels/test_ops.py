@@ -170,6 +170,33 @@ def test_prior_terms_gradcheck():
     assert torch.autograd.gradcheck(fn, (J, rot6d, rv))
 
 
+def test_adam_step_equals_torch_adam_and_ignores_where_an_element_sits():
+    gen = torch.Generator().manual_seed(10)
+    p0 = torch.randn(37, generator=gen, dtype=F64)
+    grads = [torch.randn(37, generator=gen, dtype=F64) for _ in range(5)]
+    ref = p0.clone().requires_grad_(True)
+    torch_opt = torch.optim.Adam([ref], lr=0.02, foreach=True)
+    mine = p0.clone().requires_grad_(True)
+    opt = ops.KernelAdam([mine], lr=0.02)
+    for k, g in enumerate(grads):
+        ref.grad, mine.grad = g.clone(), g.clone()
+        opt.param_groups[0]["lr"].fill_(0.02 / (k + 1))  # the schedule writes the lr tensor in place
+        for group in torch_opt.param_groups:
+            group["lr"] = 0.02 / (k + 1)
+        torch_opt.step()
+        opt.step()
+    assert _rel(mine, ref) < 1e-12
+    # the first 16 elements updated inside a 37-element tensor or alone: the same bits (float32)
+    a = p0.float()[:16].clone().requires_grad_(True)
+    b = p0.float().clone().requires_grad_(True)
+    oa, ob = ops.KernelAdam([a], lr=0.1), ops.KernelAdam([b], lr=0.1)
+    for g in grads:
+        a.grad, b.grad = g.float()[:16].clone(), g.float().clone()
+        oa.step()
+        ob.step()
+    assert torch.equal(a[:16], b[:16])
+
+
 def test_float32_matches_float64(body64):
     r6, betas, transl = _body_inputs(4, seed=6)
     out64 = ops.body_joints(r6, betas, transl, body64.kernel_tensors())
