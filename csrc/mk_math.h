@@ -56,20 +56,34 @@ MK_HD void matTvec3(const T* A, const T* x, T* y) {
 
 // ------------------------------------------------------------------------------------------ 6D rotations
 // r6 (3, 2) row-major: column c of row i at r6[2 * i + c].
+// The Gram-Schmidt steps: a2 = second column, b1 = a1 / n1, d = b1 . a2, b2 = (a2 - d b1) / n2.
+template <typename T>
+struct GramSchmidt {
+  T a2[3], b1[3], b2[3], n1, n2, d;
+};
+
+template <typename T>
+MK_HD GramSchmidt<T> gram_schmidt_steps(const T* r6) {
+  GramSchmidt<T> g;
+  T a1[3] = {r6[0], r6[2], r6[4]};
+  for (int i = 0; i < 3; ++i) g.a2[i] = r6[2 * i + 1];
+  g.n1 = sqrt(dot3(a1, a1));
+  for (int i = 0; i < 3; ++i) g.b1[i] = a1[i] / g.n1;
+  g.d = dot3(g.b1, g.a2);
+  T u2[3] = {g.a2[0] - g.d * g.b1[0], g.a2[1] - g.d * g.b1[1], g.a2[2] - g.d * g.b1[2]};
+  g.n2 = sqrt(dot3(u2, u2));
+  for (int i = 0; i < 3; ++i) g.b2[i] = u2[i] / g.n2;
+  return g;
+}
+
 template <typename T>
 MK_HD void gram_schmidt(const T* r6, T* R) {
-  T a1[3] = {r6[0], r6[2], r6[4]}, a2[3] = {r6[1], r6[3], r6[5]};
-  T n1 = sqrt(dot3(a1, a1));
-  T b1[3] = {a1[0] / n1, a1[1] / n1, a1[2] / n1};
-  T d = dot3(b1, a2);
-  T u2[3] = {a2[0] - d * b1[0], a2[1] - d * b1[1], a2[2] - d * b1[2]};
-  T n2 = sqrt(dot3(u2, u2));
-  T b2[3] = {u2[0] / n2, u2[1] / n2, u2[2] / n2};
+  const GramSchmidt<T> g = gram_schmidt_steps(r6);
   T b3[3];
-  cross3(b1, b2, b3);
+  cross3(g.b1, g.b2, b3);
   for (int i = 0; i < 3; ++i) {
-    R[3 * i] = b1[i];
-    R[3 * i + 1] = b2[i];
+    R[3 * i] = g.b1[i];
+    R[3 * i + 1] = g.b2[i];
     R[3 * i + 2] = b3[i];
   }
 }
@@ -77,13 +91,9 @@ MK_HD void gram_schmidt(const T* r6, T* R) {
 // gradient of a loss w.r.t. r6 (accumulated into g6) given its gradient gR w.r.t. R = gram_schmidt(r6)
 template <typename T>
 MK_HD void gram_schmidt_backward(const T* r6, const T* gR, T* g6) {
-  T a1[3] = {r6[0], r6[2], r6[4]}, a2[3] = {r6[1], r6[3], r6[5]};
-  T n1 = sqrt(dot3(a1, a1));
-  T b1[3] = {a1[0] / n1, a1[1] / n1, a1[2] / n1};
-  T d = dot3(b1, a2);
-  T u2[3] = {a2[0] - d * b1[0], a2[1] - d * b1[1], a2[2] - d * b1[2]};
-  T n2 = sqrt(dot3(u2, u2));
-  T b2[3] = {u2[0] / n2, u2[1] / n2, u2[2] / n2};
+  const GramSchmidt<T> g = gram_schmidt_steps(r6);
+  const T *a2 = g.a2, *b1 = g.b1, *b2 = g.b2;
+  const T n1 = g.n1, n2 = g.n2, d = g.d;
   T gb1[3] = {gR[0], gR[3], gR[6]}, gb2[3] = {gR[1], gR[4], gR[7]}, gb3[3] = {gR[2], gR[5], gR[8]};
   T t[3];
   cross3(b2, gb3, t);  // b3 = b1 x b2: d/db1 = b2 x g, d/db2 = g x b1
