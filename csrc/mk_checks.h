@@ -36,8 +36,11 @@ inline void check_body_inputs(const at::Tensor& rot6d, const at::Tensor& betas, 
   TORCH_CHECK(betas.dim() == 2 && betas.size(0) >= 1 && N % betas.size(0) == 0,
               "motionkit.body_joints: betas must be (N, B), or (P, B) shared by N / P consecutive frames; got ",
               betas.sizes(), " for N = ", N);
-  TORCH_CHECK(transl.dim() == 2 && transl.size(0) == N && transl.size(1) == 3,
-              "motionkit.body_joints: transl must be (N, 3), got ", transl.sizes());
+  if (transl.defined()) {  // the backward has no translation to check
+    TORCH_CHECK(transl.dim() == 2 && transl.size(0) == N && transl.size(1) == 3,
+                "motionkit.body_joints: transl must be (N, 3), got ", transl.sizes());
+    check_same(rot6d, transl, "transl");
+  }
   TORCH_CHECK(J_shapedirs.sizes() == at::IntArrayRef({J, 3, B}), "motionkit.body_joints: J_shapedirs ",
               J_shapedirs.sizes());
   TORCH_CHECK(kp_shapedirs.sizes() == at::IntArrayRef({K, 3, B}), "motionkit.body_joints: kp_shapedirs ",
@@ -50,7 +53,7 @@ inline void check_body_inputs(const at::Tensor& rot6d, const at::Tensor& betas, 
                   parents.is_contiguous() && parents.device() == rot6d.device(),
               "motionkit.body_joints: parents must be a contiguous int64 (J,) tensor on the device of rot6d");
   check_same(rot6d, rot6d, "rot6d");
-  for (auto& [x, name] : {std::pair<const at::Tensor&, const char*>{betas, "betas"}, {transl, "transl"},
+  for (auto& [x, name] : {std::pair<const at::Tensor&, const char*>{betas, "betas"},
                           {J_template, "J_template"}, {J_shapedirs, "J_shapedirs"}, {kp_template, "kp_template"},
                           {kp_shapedirs, "kp_shapedirs"}, {kp_posedirs, "kp_posedirs"}, {kp_weights, "kp_weights"}})
     check_same(rot6d, x, name);

@@ -60,8 +60,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> body_joints_backward_cpu(
     const at::Tensor& grad_out, const at::Tensor& rot6d, const at::Tensor& betas, const at::Tensor& J_template,
     const at::Tensor& J_shapedirs, const at::Tensor& kp_template, const at::Tensor& kp_shapedirs,
     const at::Tensor& kp_posedirs, const at::Tensor& kp_weights, const at::Tensor& parents) {
-  auto transl = at::zeros({rot6d.size(0), 3}, rot6d.options());
-  mk::check_body_inputs(rot6d, betas, transl, J_template, J_shapedirs, kp_template, kp_shapedirs, kp_posedirs,
+  mk::check_body_inputs(rot6d, betas, at::Tensor(), J_template, J_shapedirs, kp_template, kp_shapedirs, kp_posedirs,
                         kp_weights, parents);
   const int64_t N = rot6d.size(0);
   const int J = J_template.size(0), K = kp_template.size(0);

@@ -75,12 +75,13 @@ def track_events(transl_yup: np.ndarray, R_yup: np.ndarray, fps: float, *, frame
     return extract_events(tr, fps, preset=preset, motion_id=motion_id, convention=convention(frame))
 
 
-def track_document(es: EventSet, *, frame: str, camera: str | None, units_label: str, video: dict,
+def track_document(es: EventSet, *, frame: str, camera: str | None, video: dict,
                    source: dict) -> dict:  # fmt: skip
     """The generator's input document of one run (``quantitative_values`` per code, ``motion_id``,
     ``fps``, ``num_frames``, ``descriptor``) plus what makes it reproducible and pairable with a video:
     the frame and camera, the units, the sign convention, the track-to-video frame mapping, the source."""
     qv = quantitative_values(es)
+    units_label = f"{es.units['displacement_m'] * 100:g} cm"
     tr = es.trajectory
     return {
         "format": FORMAT,
@@ -113,10 +114,6 @@ def track_document(es: EventSet, *, frame: str, camera: str | None, units_label:
         "video": video,
         "source": source,
     }
-
-
-def _units_label(metres: float) -> str:
-    return f"{metres * 100:g} cm"
 
 
 @dataclass
@@ -185,8 +182,7 @@ def export_take(result: TakeResult, *, frame: str = "person", camera: str | None
             "grid_frames": [int(s), int(e)],
             "result_config_hash": result.attrs.get("config_hash", ""),
         }
-        docs.append(track_document(es, frame=frame, camera=camera, units_label=_units_label(es.units["displacement_m"]),
-                                   video=video, source=source))  # fmt: skip
+        docs.append(track_document(es, frame=frame, camera=camera, video=video, source=source))
     return TakeExport(take_uid, take_name, docs)
 
 

@@ -71,7 +71,7 @@ def _doc(name: str, frame: str, facing_subject: bool = True) -> dict:
     p, R = _motion(name)
     cam = _camera(facing_subject) if frame == "camera" else None
     es = track_events(p, R, FPS, frame=frame, camera_R_world=cam, motion_id=f"{name}_{frame}")
-    return track_document(es, frame=frame, camera="camX" if cam is not None else None, units_label="10 cm",
+    return track_document(es, frame=frame, camera="camX" if cam is not None else None,
                           video={}, source={})  # fmt: skip
 
 
