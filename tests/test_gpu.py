@@ -1,5 +1,7 @@
 """CUDA checks: they skip cleanly on machines without a GPU."""
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -44,8 +46,13 @@ def test_cuda_fit_fused_with_graphs_matches_eager_and_cpu(default_root, tmp_path
                 progress=False, plot=False).result  # fmt: skip
     inp = build_fit_inputs(r, EgoExoDataset(default_root).take(info.take_uid).rig, 20.0)
     body = BodyModel(vertex_keypoints=FACE_KEYPOINTS)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        graphs = fit_sequence(body, inp, BodyFitConfig(device="cuda", kernels="fused"))
+    failed = [str(w.message) for w in caught if "capture" in str(w.message) or "stream" in str(w.message)]
+    assert not failed, failed  # the graph was captured and replayed (no eager fallback, no stream sync)
     fits = {
-        "graphs": fit_sequence(body, inp, BodyFitConfig(device="cuda", kernels="fused")),
+        "graphs": graphs,
         "eager": fit_sequence(body, inp, BodyFitConfig(device="cuda", kernels="fused", cuda_graphs=False)),
         "cpu": fit_sequence(body, inp, BodyFitConfig(device="cpu", kernels="fused")),
     }

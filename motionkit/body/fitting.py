@@ -289,7 +289,8 @@ def init_pose(body: BodyModel, betas: np.ndarray, tri: np.ndarray) -> tuple[np.n
     Returns ``(global_orient (M, 3, 3), body_pose (M, 21, 3, 3), transl (M, 3))``.
     """
     with torch.no_grad():
-        Jr = body.rest_joints(torch.as_tensor(betas, dtype=body.J_template.dtype)).double().cpu().numpy()
+        b = torch.as_tensor(betas, dtype=body.J_template.dtype, device=body.J_template.device)
+        Jr = body.rest_joints(b).double().cpu().numpy()
     M = len(tri)
     torso = tri[:, TORSO_COCO17]
     mask = np.isfinite(torso).all(-1)
@@ -496,8 +497,9 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
     R0 = np.concatenate(
         [np.stack([_pad(r[0], M) for r in inits])[:, :, None], np.stack([_pad(r[1], M) for r in inits])], 2
     )
+    # no view of a leaf may outlive an iteration: it would keep the leaf's gradient accumulator (made on
+    # the stream of its first use) alive, and a CUDA graph captured on another stream fails on it
     rot = T(R0[..., :2]).clone().requires_grad_(True)
-    go, pose = rot[:, :, 0], rot[:, :, 1:]  # views
     transl = T(np.stack([_pad(r[2], M) for r in inits])).clone().requires_grad_(True)
     betas_t = T(np.stack(b0)).clone().requires_grad_(not fixed_betas)
     kp, wt = T(kp), T(wt)
@@ -514,13 +516,13 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
             return kernel_ops.body_joints(rot.view(P * M, 22, 3, 2), betas_t, transl.view(P * M, 3), model).view(
                 P, M, -1, 3
             )
-        return body(betas_t[:, None].expand(P, M, n_betas), roma.special_gramschmidt(go),
-                    roma.special_gramschmidt(pose), transl)  # fmt: skip
+        return body(betas_t[:, None].expand(P, M, n_betas), roma.special_gramschmidt(rot[:, :, 0]),
+                    roma.special_gramschmidt(rot[:, :, 1:]), transl)  # fmt: skip
 
     def pose_rotvec():  # (P, M, 21, 3) local body-joint rotations as rotation vectors
         if fused:
             return kernel_ops.rot6d_to_rotvec(rot)[:, :, 1:]
-        return roma.rotmat_to_rotvec(roma.special_gramschmidt(pose))
+        return roma.rotmat_to_rotvec(roma.special_gramschmidt(rot[:, :, 1:]))
 
     def reprojection(Jo):
         if fused:
@@ -575,7 +577,7 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
             if stage == 0:  # stage A moves the root only: the body joints' rotations get no update
                 rot.grad[:, :, 1:] = 0
             opt.step()
-            return terms
+            return terms.detach()  # (not the graph: see `rot`)
 
         lr_at = lr_schedule(cfg.lr, n_it, cfg.lr_final, cfg.lr_decay_from)
         terms = run_iterations(step, n_it, graphs, opt, progress, lr_at)
@@ -602,8 +604,8 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
         e = ((uv - kp) ** 2).sum(-1).sqrt()
         used = wt > 0
         reproj = torch.where(used.any(-1), (torch.where(used, e, 0).sum(-1) / used.sum(-1).clamp_min(1)), float("nan"))
-        go_rv = roma.rotmat_to_rotvec(roma.special_gramschmidt(go)).cpu().double().numpy()
-        bp_rv = roma.rotmat_to_rotvec(roma.special_gramschmidt(pose)).cpu().double().numpy()
+        rv = roma.rotmat_to_rotvec(roma.special_gramschmidt(rot)).cpu().double().numpy()  # (P, M, 22, 3)
+        go_rv, bp_rv = rv[:, :, 0], rv[:, :, 1:]
         wt_np = wt.cpu().double().numpy()
     outs = []
     for k, (x, m) in enumerate(zip(inputs, Ms, strict=True)):

@@ -60,16 +60,14 @@ def theta_max_np(params: np.ndarray) -> np.ndarray:
     """
     params = np.asarray(params, dtype=np.float64)
     _check_params(params)
-    flat = params.reshape(-1, 8)
-    if flat.shape[0] > 16:  # many rows usually repeat a few cameras: evaluate each distinct one once
-        uniq, inv = np.unique(flat, axis=0, return_inverse=True)
-        return theta_max_np(uniq)[inv.reshape(-1)].reshape(params.shape[:-1])
+    # many rows usually repeat a few cameras: evaluate each distinct one once
+    uniq, inv = np.unique(params.reshape(-1, 8), axis=0, return_inverse=True)
     th = np.linspace(0.0, np.pi / 2, 2049)
-    k = params[..., 4:8, None]
-    dr = kb3_distort_derivative(th, k[..., 0, :], k[..., 1, :], k[..., 2, :], k[..., 3, :])
-    bad = dr <= 0
-    first = np.where(bad.any(-1), np.argmax(bad, axis=-1), th.size - 1)
-    return np.where(bad.any(-1), th[np.maximum(first - 1, 0)], np.pi / 2)
+    k = uniq[:, 4:8, None]
+    bad = kb3_distort_derivative(th, k[:, 0], k[:, 1], k[:, 2], k[:, 3]) <= 0  # (U, 2049)
+    first = np.argmax(bad, axis=-1)
+    out = np.where(bad.any(-1), th[np.maximum(first - 1, 0)], np.pi / 2)
+    return out[inv.reshape(-1)].reshape(params.shape[:-1])
 
 
 def kb3_project_np(points_cam: np.ndarray, params: np.ndarray, *, return_valid: bool = False):

@@ -86,6 +86,19 @@ def test_behind_and_beyond_valid_angle_are_nan():
     assert theta_max_np(bad) < 1.2
 
 
+def test_theta_max_of_many_distinct_cameras_matches_one_by_one():
+    """A batch of 16 takes has ~70 distinct cameras (this once recursed without end)."""
+    rng = np.random.default_rng(0)
+    params = np.tile(REP, (3, 40, 1))
+    params[..., 5] = rng.uniform(-0.35, 0.05, size=(3, 40))  # k1: some cameras fold over before pi/2
+    params[1] = params[0]  # repeated rows as well
+    got = theta_max_np(params)
+    assert got.shape == (3, 40)
+    one_by_one = np.array([[float(theta_max_np(p)) for p in row] for row in params])
+    np.testing.assert_array_equal(got, one_by_one)
+    assert (got < 1.5).any() and (got == np.pi / 2).any()
+
+
 def test_unproject_nonconvergent_is_nan():
     p = REP.copy()
     p[4:8] = [0.0, -0.3, 0.0, 0.0]  # r_d(theta) peaks, so far pixels have no preimage
