@@ -229,6 +229,9 @@ def fit_options(f):
                      type=click.Choice(["nano", "small", "medium", "large"])),
         click.option("--detector-weights", default=None, help="Local RF-DETR checkpoint (never downloaded)."),
         click.option("--keypoint-weights", default=None, help="Local RFDETRKeypointPreview checkpoint."),
+        click.option("--downscaled-video", is_flag=True,
+                     help="RF-DETR reads frame_aligned_videos/downscaled/448/ (the release's 448p copies; ~20x fewer "
+                          "pixels to decode and move than 4K) instead of the full videos."),
         click.option("--fit-iters", default="100,200,150", show_default=True,
                      callback=lambda ctx, param, value: _iters(value),
                      help="Adam iterations of the three fitting stages (A: root, B: + pose, C: + shape)."),
@@ -239,7 +242,8 @@ def fit_options(f):
 
 
 FIT_OPTION_NAMES = ("fps", "body_model", "timesync_offset", "device", "kernels", "detector", "detector_variant",
-                    "detector_weights", "keypoint_weights", "fit_iters", "association")  # fmt: skip
+                    "detector_weights", "keypoint_weights", "fit_iters", "association",
+                    "downscaled_video")  # fmt: skip
 
 
 def _fit_config(kw: dict):

@@ -44,11 +44,31 @@ def resolve_weights(weights: str | os.PathLike | None, kind: str) -> Path:
     return p.resolve()
 
 
-def _model(class_name: str, weights: Path | None, device: str):
+PRECISIONS = ("auto", "float32", "float16", "bfloat16")
+
+
+def _model(class_name: str, weights: Path | None, device: str, precision: str = "auto"):
+    """The RF-DETR model; ``precision`` "auto" is float16 on CUDA (its inference mode, no tracing, so
+    any batch size runs) and float32 elsewhere."""
     import rfdetr
 
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")
     cls = getattr(rfdetr, class_name)
-    return cls(pretrain_weights=str(weights) if weights is not None else None, device=device)
+    model = cls(pretrain_weights=str(weights) if weights is not None else None, device=device)
+    if precision == "auto":
+        precision = "float16" if str(device).startswith("cuda") else "float32"
+    if precision != "float32":
+        import torch
+
+        model.inference(compile=False, dtype=getattr(torch, precision))
+    return model
+
+
+def _check_rgb(frames) -> None:
+    for f in frames:
+        if f.ndim != 3 or f.shape[2] != 3 or f.dtype != np.uint8:
+            raise ValueError(f"frames must be RGB uint8 (H, W, 3); got {f.shape} {f.dtype}")
 
 
 @dataclass
@@ -63,24 +83,23 @@ class RFDETRDetector:
     allow_random_init: bool = False
     person_class: int = COCO_PERSON
     pixel_offset: float = 0.0  # added to outputs to map the model's pixel convention to integer centres
+    precision: str = "auto"  # "auto": float16 on CUDA, float32 elsewhere
 
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown RF-DETR variant {self.variant!r}; choose from {', '.join(VARIANTS)}")
         w = None if self.allow_random_init and self.weights is None else resolve_weights(self.weights, self.variant)
-        self.model = _model(VARIANTS[self.variant], w, self.device)
+        self.model = _model(VARIANTS[self.variant], w, self.device, self.precision)
         self.identity = f"rfdetr-{self.variant}:{w.name if w else 'random-init'}"
 
     def detect(self, frames: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
         """``frames``: RGB uint8 ``(H, W, 3)``. Returns per frame ``(boxes (N, 4), scores (N,))``."""
+        _check_rgb(frames)
         out = []
         for i in range(0, len(frames), self.batch_size):
-            chunk = frames[i : i + self.batch_size]
-            for f in chunk:
-                if f.ndim != 3 or f.shape[2] != 3 or f.dtype != np.uint8:
-                    raise ValueError(f"frames must be RGB uint8 (H, W, 3); got {f.shape} {f.dtype}")
-            dets = self.model.predict(list(chunk), threshold=self.threshold)
-            dets = dets if isinstance(dets, list) else [dets]
+            # uint8 frames go to the device as they are (widened there); no copy of the source image
+            dets = self.model.predict(list(frames[i : i + self.batch_size]), threshold=self.threshold,
+                                      include_source_image=False)  # fmt: skip
             for d in dets:
                 keep = d.class_id == self.person_class
                 out.append((d.xyxy[keep].astype(np.float64) + self.pixel_offset, d.confidence[keep].astype(np.float64)))
@@ -112,10 +131,12 @@ class RFDETRKeypoints:
     min_iou: float = 0.3
     pixel_offset: float = 0.0
     input_size: int = 576  # the keypoint model's input resolution
+    batch_size: int = 16  # images per model call
+    precision: str = "auto"  # "auto": float16 on CUDA, float32 elsewhere
 
     def __post_init__(self) -> None:
         w = None if self.allow_random_init and self.weights is None else resolve_weights(self.weights, "keypoints")
-        self.model = _model("RFDETRKeypointPreview", w, self.device)
+        self.model = _model("RFDETRKeypointPreview", w, self.device, self.precision)
         self.identity = f"rfdetr-keypoints:{w.name if w else 'random-init'}"
 
     def estimate_crops(self, crops: list[np.ndarray], boxes: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -123,14 +144,24 @@ class RFDETRKeypoints:
         return [(k[0], c[0]) for k, c in self.estimate(crops, [np.asarray(b).reshape(1, 4) for b in boxes])]
 
     def estimate(self, frames: list[np.ndarray], boxes: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per frame ``(keypoints (N, 17, 2), conf (N, 17))`` for that frame's ``boxes (N, 4)``."""
+        """Per frame ``(keypoints (N, 17, 2), conf (N, 17))`` for that frame's ``boxes (N, 4)``; the frames
+        with boxes go through the model ``batch_size`` at a time."""
+        if len(frames) != len(boxes):
+            raise ValueError(f"{len(frames)} frames but {len(boxes)} box arrays")
+        _check_rgb(frames)
+        busy = [i for i, bx in enumerate(boxes) if len(bx)]
+        preds = {}
+        for s in range(0, len(busy), self.batch_size):
+            idx = busy[s : s + self.batch_size]
+            res = self.model.predict([frames[i] for i in idx], threshold=self.threshold, include_source_image=False)
+            preds.update(zip(idx, res, strict=True))
         out = []
-        for frame, bx in zip(frames, boxes, strict=True):
+        for i, bx in enumerate(boxes):
             n = len(bx)
             kp = np.full((n, 17, 2), np.nan)
             cf = np.zeros((n, 17))
             if n:
-                k = self.model.predict(frame, threshold=self.threshold)
+                k = preds[i]
                 inst_boxes = np.asarray(k.data.get("xyxy", np.zeros((0, 4))), dtype=np.float64).reshape(-1, 4)
                 if len(inst_boxes):
                     iou = _iou_matrix(np.asarray(bx, np.float64), inst_boxes)

@@ -17,6 +17,8 @@ maps a frame point ``u`` to ``s (u + 0.5 - x0) - 0.5`` with ``s = S / L``, and b
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -87,6 +89,9 @@ def downscale_for_detection(frame: np.ndarray, short_side: int = DETECT_SHORT_SI
     s = min(1.0, short_side / min(h, w))
     if s == 1.0:
         return frame, 1.0
+    k = int(1.0 / s)  # OpenCV's area resize is ~4x faster by a whole factor: that first (same pixel centres)
+    if k >= 2 and h % k == 0 and w % k == 0:
+        frame = cv2.resize(frame, (w // k, h // k), interpolation=cv2.INTER_AREA)
     return cv2.resize(frame, (round(w * s), round(h * s)), interpolation=cv2.INTER_AREA), s
 
 
@@ -98,7 +103,10 @@ def scale_points(pts: np.ndarray, s: float) -> np.ndarray:
 def detect_people(frames: list[np.ndarray], detector: PersonDetector,
                   short_side: int = DETECT_SHORT_SIDE) -> list[tuple[np.ndarray, np.ndarray]]:  # fmt: skip
     """Person boxes on downscaled copies of ``frames``, returned in the frames' own pixels."""
-    small, scales = zip(*(downscale_for_detection(f, short_side) for f in frames), strict=True)
+    if not frames:
+        return []
+    with ThreadPoolExecutor(min(len(frames), os.cpu_count() or 1, 8)) as pool:  # OpenCV frees the GIL
+        small, scales = zip(*pool.map(lambda f: downscale_for_detection(f, short_side), frames), strict=True)
     out = []
     for (boxes, scores), s in zip(detector.detect(list(small)), scales, strict=True):
         b = np.asarray(boxes, np.float64).reshape(-1, 4)

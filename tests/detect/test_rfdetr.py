@@ -64,3 +64,27 @@ def test_keypoint_model_plumbing(frames):
     assert out[0][0].shape == (1, 17, 2) and out[0][1].shape == (1, 17)
     assert out[1][0].shape == (0, 17, 2)
     assert np.isfinite(out[0][0]).all()
+
+
+def test_keypoint_batches_do_not_change_results(frames):
+    kp = RFDETRKeypoints(threshold=0.0, allow_random_init=True, min_iou=0.0, batch_size=1)
+    boxes = [np.array([[10.0, 10.0, 200.0, 300.0]]), np.zeros((0, 4)), np.array([[0, 0, 640, 360], [50, 20, 90, 200]])]
+    one = kp.estimate(frames, boxes)
+    kp.batch_size = 3  # the frames with boxes (0 and 2) in one model call
+    both = kp.estimate(frames, boxes)
+    for (ka, ca), (kb, cb) in zip(one, both, strict=True):
+        np.testing.assert_allclose(ka, kb, atol=1e-3)
+        np.testing.assert_allclose(ca, cb, atol=1e-5)
+    assert both[2][0].shape == (2, 17, 2) and np.isfinite(both[2][0]).all()
+    with pytest.raises(ValueError, match="2 frames but 3"):
+        kp.estimate(frames[:2], boxes)
+
+
+def test_precision_is_checked_and_applied():
+    with pytest.raises(ValueError, match="unknown precision"):
+        RFDETRDetector("nano", allow_random_init=True, precision="int8")
+    det = RFDETRDetector("nano", allow_random_init=True, precision="bfloat16")  # CPU-capable reduced precision
+    out = det.model.predict(np.zeros((64, 64, 3), np.uint8), threshold=0.0, include_source_image=False)
+    import torch
+
+    assert det.model._optimized_dtype == torch.bfloat16 and len(out.xyxy) > 0

@@ -142,3 +142,20 @@ def test_rfdetr_with_random_weights_runs_every_stage_through_the_library_api(vid
     res = CliRunner().invoke(main, ["fit", "--take", take.uid, "--root", str(video_root), "--out", str(tmp_path / "c"),
                                     "--detector", "rfdetr"])  # fmt: skip
     assert res.exit_code != 0 and "checkpoint not found" in res.output
+
+
+def test_downscaled_videos_give_the_same_wearer_keypoints_in_raw_pixels(video_root, tmp_path):
+    """`fit --downscaled-video`: the 448p copies, mapped back to the calibration's raw pixels, give the
+    keypoints of the full videos (up to the lower resolution)."""
+    take = _take(video_root)
+    kp = {}
+    for small in (False, True):
+        cfg = PipelineConfig(detector="rfdetr", downscaled_video=small)
+        oc = run_fit(video_root, take.uid, tmp_path / f"out{small}", cfg, until="associate", progress=False,
+                     plot=False, video_models=(ColourPersonDetector(), MarkerKeypoints()))  # fmt: skip
+        kp[small] = oc.result["association/keypoints"]
+    both = np.isfinite(kp[False]).all(-1) & np.isfinite(kp[True]).all(-1)
+    assert both.mean() > 0.5
+    err = np.linalg.norm(kp[False] - kp[True], axis=-1)[both]
+    scale = take.rig.cameras[0].height / 448  # raw pixels per pixel of the 448-high video
+    assert np.median(err) < 0.6 * scale, (np.median(err), scale)  # 2.2 raw px (0.46 px of the 448p video)
