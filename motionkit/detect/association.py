@@ -45,6 +45,7 @@ class AssociationConfig:
     foot_scale_m: float = 0.5  # ground offset that counts as much as a head distance of tau
     max_mismatch: float = 1.38  # reject when delta / tau + ground offset / foot_scale_m exceeds this
     ground_match_m: float = 0.25  # feet this close below the anchor rescue a head point that is off (face hidden)
+    track_switch_ratio: float = 2.0  # leave the track for a candidate whose head is this many times nearer the anchor
 
 
 @dataclass
@@ -275,7 +276,10 @@ def select_wearer(
                 ious = _iou(state, obs.box[idx[cand]])
                 k = int(np.argmax(np.where(okc, ious, -1.0)))
                 if okc[k] and ious[k] >= cfg.iou_track:
-                    if dc[k] <= t:
+                    # the track is a tie-breaker, not a veto: a bystander who overlapped the wearer's box
+                    # must not keep the selection while the wearer's head is much nearer the anchor
+                    nearest = np.min(np.where(okc, dc, np.inf), initial=np.inf)
+                    if dc[k] <= t and not cfg.track_switch_ratio * nearest < dc[k]:
                         chosen, why = cand[k], "TRACKED"
                     else:
                         why = "DRIFT_REDETECT"

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from dataclasses import dataclass
 
 import numba
@@ -452,6 +453,37 @@ def triangulate(
         resid_mean=rmean.reshape(F, J),
         resid_max=rmax.reshape(F, J),
     )
+
+
+def view_outliers(
+    tri: TriangulationResult,
+    max_residual_px: float = 60.0,
+    min_share: float = 0.5,
+    min_views: int = 3,
+    min_joints: int = 4,
+    head_joints: tuple[int, ...] = (0, 1, 2, 3, 4),
+) -> np.ndarray:
+    """``(F, V)`` bool: views whose person as a whole disagrees with the others (``VIEW_OUTLIER``), e.g.
+    a bystander selected while the wearer is hidden in that view.
+
+    A view is an outlier at a frame seen by at least ``min_views`` views when, of its at least
+    ``min_joints`` observed joints, a share of ``min_share`` or more is rejected (not an inlier of a
+    triangulated joint, or more than ``max_residual_px`` from the best point of the others), or when
+    the median residual of its ``head_joints`` exceeds ``max_residual_px``. With two views nothing
+    says which one is wrong: no outliers there.
+    """
+    res = tri.residual_px  # (F, V, J) NaN where the view has no observation
+    has = np.isfinite(res)
+    ok = (tri.status == OK)[:, None, :]
+    rejected = has & ((ok & ~tri.inlier) | (~ok & (res > max_residual_px)))
+    n_obs = has.sum(-1)
+    share = rejected.sum(-1) / np.maximum(n_obs, 1)
+    head = np.where(has[..., list(head_joints)], res[..., list(head_joints)], np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # views without a head observation
+        head_med = np.nanmedian(head, axis=-1)
+    enough = (has.any(-1).sum(-1) >= min_views)[:, None] & (n_obs >= min_joints)
+    return enough & ((share >= min_share) | (head_med > max_residual_px))
 
 
 def huber_refine_points(X, px, w, rig: CameraRig, delta: float = 10.0, iters: int = 4) -> np.ndarray:

@@ -32,7 +32,7 @@ from motionkit.detect.video import detect_videos
 from motionkit.eval.protocol import EvalConfig, match_to_annotation, score_take, video_time_coverage
 from motionkit.eval.run import fit_samples
 from motionkit.geometry.swaps import apply_lr_swaps, detect_lr_swaps, swap_bits
-from motionkit.geometry.triangulation import prune_far_cameras, triangulate
+from motionkit.geometry.triangulation import prune_far_cameras, triangulate, view_outliers
 from motionkit.kernels import resolve_device
 from motionkit.motion.derive import FEATURE_FPS, derive_motion
 from motionkit.pipeline.config import PipelineConfig
@@ -232,6 +232,9 @@ def stage_triangulate(ctx: StageContext) -> None:
     kept = np.array([prune is None or n in prune.kept for n in rig.names])
     conf = np.where(_observed(r)[..., None] & kept[None, :, None], r["association/confidence"], 0.0)
     tri = triangulate(r["association/keypoints"], conf, rig)
+    outlier = view_outliers(tri)  # (M, V) VIEW_OUTLIER: the whole view disagrees (a bystander, say)
+    if outlier.any():  # solve again without them: they may have been inliers at a few joints
+        tri = triangulate(r["association/keypoints"], np.where(outlier[..., None], 0.0, conf), rig)
     r.put(
         "triangulation",
         {
@@ -241,20 +244,22 @@ def stage_triangulate(ctx: StageContext) -> None:
             "inlier": tri.inlier,
             "residual_px": tri.residual_px,
             "camera_kept": kept,
+            "view_outlier": outlier,
         },
         pruned=json.dumps({} if prune is None else prune.dropped),
     )
     ok = tri.status == 0
     ctx.info["triangulate"] = (
-        f"{ok.mean():.1%} of joints triangulated; pruned: "
+        f"{ok.mean():.1%} of joints triangulated; {int(outlier.sum())} camera-frames VIEW_OUTLIER; pruned: "
         f"{', '.join(prune.dropped) if prune and prune.dropped else 'none'}"
     )
 
 
 def selected_views(r: TakeResult) -> np.ndarray:
-    """``(M, V)`` bool: the wearer was selected in that view, its calibration applies to the frame, and
-    the camera survived pruning."""
-    return _observed(r) & r["triangulation/camera_kept"].astype(bool)[None]
+    """``(M, V)`` bool: the wearer was selected in that view, its calibration applies to the frame, the
+    camera survived pruning and the view is not a ``VIEW_OUTLIER`` at that frame."""
+    sel = _observed(r) & r["triangulation/camera_kept"].astype(bool)[None]
+    return sel & ~r["triangulation/view_outlier"].astype(bool) if "triangulation/view_outlier" in r.arrays else sel
 
 
 def _observed(r: TakeResult) -> np.ndarray:

@@ -5,7 +5,13 @@ import pytest
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.geometry.camera import Camera, CameraRig, look_at
 from motionkit.geometry.rotations import make_transform
-from motionkit.geometry.triangulation import RESIDUAL_REJECTED, TOO_FEW_VIEWS, prune_far_cameras, triangulate
+from motionkit.geometry.triangulation import (
+    RESIDUAL_REJECTED,
+    TOO_FEW_VIEWS,
+    prune_far_cameras,
+    triangulate,
+    view_outliers,
+)
 
 
 def corrupt(px, rng, noise=4.0, outlier_rate=0.10):
@@ -138,3 +144,23 @@ def test_a_close_camera_does_not_prune_cameras_at_usable_distances():
             for i, x in enumerate((1.5, 5.5, 12.0, 20.0))]  # fmt: skip
     res = prune_far_cameras(CameraRig(cams), np.array([[0.0, 0.0, 1.5]]))
     assert res.kept == ["c0", "c1", "c2"] and list(res.dropped) == ["c3"]  # 3 x 1.5 m, but 5.5 and 12 m are usable
+
+
+def test_a_view_of_someone_else_is_a_view_outlier(scene):
+    """A bystander 0.5 m beside the wearer selected in one view: that view is flagged at those frames
+    (and only there); one bad joint does not flag a view; with two views nothing is flagged."""
+    rng = np.random.default_rng(3)
+    rig, X = scene[0]
+    px = rig.project(X) + rng.normal(0, 3.0, (*X.shape[:1], len(rig), 17, 2))
+    conf = np.where(np.isfinite(px).all(-1), 0.9, 0.0)
+    other = rig.project(X + np.array([0.5, 0.3, 0.0]))  # the bystander, as seen by every camera
+    wrong = np.zeros(px.shape[:2], bool)
+    wrong[40:60, 1] = True
+    px = np.where(wrong[..., None, None], other, px)
+    px[80, 2, 9] += 200.0  # one joint of one view far off
+    flagged = view_outliers(triangulate(px, conf, rig))
+    seen = (conf > 0).sum(-1) >= 4
+    assert (wrong & seen).sum() >= 15 and flagged[wrong & seen].all()
+    assert not flagged[~wrong].any()
+    two = view_outliers(triangulate(px[:, :2], conf[:, :2], CameraRig(rig.cameras[:2])))
+    assert not two.any()
