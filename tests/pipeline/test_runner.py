@@ -6,13 +6,14 @@ import json
 import shutil
 import warnings
 
+import numpy as np
 import pytest
 
 import motionkit.pipeline.runner as runner
 from motionkit.common.errors import DataError
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.store import read_result
-from motionkit.pipeline import STAGES, PipelineConfig, is_complete, run_fit
+from motionkit.pipeline import STAGES, PipelineConfig, build_fit_inputs, is_complete, run_fit
 
 FAST = PipelineConfig(fit_iters=(5, 10, 5))
 
@@ -76,3 +77,20 @@ def test_real_dataset_fitted_with_the_synthetic_body_is_warned_about(synth_root,
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # the synthetic dataset itself: no such warning
         run_fit(synth_root, take_uid, tmp_path / "out2", FAST, until="load", progress=False, plot=False)
+
+
+def test_view_outliers_get_no_weight_in_the_fit(synth_root, take_uid, tmp_path):
+    r = run_fit(synth_root, take_uid, tmp_path, FAST, until="triangulate", progress=False, plot=False).result
+    rig = EgoExoDataset(synth_root).take(take_uid).rig
+    assert r["triangulation/view_outlier"].shape == r["association/det_index"].shape
+    before = build_fit_inputs(r, rig, 20.0).weights
+    found = r["triangulation/view_outlier"].astype(bool)
+    assert (before[found] == 0).all()
+    flagged = found.copy()
+    flagged[10:30, 0] = True
+    r.put("triangulation", {**{k: r[f"triangulation/{k}"] for k in ("points", "status", "n_views", "inlier",
+          "residual_px", "camera_kept")}, "view_outlier": flagged})  # fmt: skip
+    after = build_fit_inputs(r, rig, 20.0).weights
+    assert (before[10:30, 0] > 0).any() and (after[10:30, 0] == 0).all()
+    np.testing.assert_array_equal(np.delete(after, 0, 1), np.delete(before, 0, 1))
+    np.testing.assert_array_equal(after[:10], before[:10])
