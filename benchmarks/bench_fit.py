@@ -46,8 +46,7 @@ def main() -> None:
     import torch
 
     from motionkit import kernels
-    from motionkit.body.fitting import FACE_KEYPOINTS, BodyFitConfig, fit_batch
-    from motionkit.body.model import BodyModel
+    from motionkit.body.fitting import BodyFitConfig, coco_rows, fit_batch, fit_body_model
     from motionkit.data.egoexo4d import EgoExoDataset
     from motionkit.eval.metrics import mpjpe, pa_mpjpe
     from motionkit.geometry.interpolation import bracket, lerp
@@ -72,7 +71,8 @@ def main() -> None:
     print(f"# body fit, {args.seconds:g}-s realistic takes ({len(inputs[0].keypoints)} frames, 4 views); "
           f"{platform.machine()}, {os.cpu_count()} cores, {gpu}, torch {torch.__version__}, "
           f"threads {torch.get_num_threads()}; kernels {st}")  # fmt: skip
-    body = BodyModel(vertex_keypoints=FACE_KEYPOINTS)
+    body = fit_body_model()
+    coco = list(coco_rows(body))
 
     def sync(dev):
         if dev == "cuda":
@@ -111,7 +111,7 @@ def main() -> None:
                 sync(dev)
                 dt = time.perf_counter() - t0
                 n = sum(len(x.keypoints) for x in batch)
-                pairs = [(o.joints[:, _coco()], t) for o, t in zip(outs, truth[: len(outs)], strict=True)]
+                pairs = [(o.joints[:, coco], t) for o, t in zip(outs, truth[: len(outs)], strict=True)]
                 pa = np.mean([np.nanmean(pa_mpjpe(x, t)) for x, t in pairs])
                 mp = np.mean([np.nanmean(mpjpe(x, t)) for x, t in pairs])
                 fits[(kern, len(batch))] = outs
@@ -120,17 +120,9 @@ def main() -> None:
         if "fused" in paths:
             print(f"fused vs torch, 1 take: {speed[('fused', 1)] / speed[('torch', 1)]:.2f}x faster (target >= 2x)")
             a, b = fits[("fused", 1)][0], fits[("torch", 1)][0]
-            d_pa = np.nanmean(pa_mpjpe(a.joints[:, _coco()], truth[0])) - np.nanmean(
-                pa_mpjpe(b.joints[:, _coco()], truth[0])
-            )
+            d_pa = np.nanmean(pa_mpjpe(a.joints[:, coco], truth[0])) - np.nanmean(pa_mpjpe(b.joints[:, coco], truth[0]))
             print(f"PA-MPJPE fused - torch: {d_pa:+.3f} mm (target |.| <= 0.1); max joint difference "
                   f"{1000 * np.abs(a.joints - b.joints).max():.2f} mm")  # fmt: skip
-
-
-def _coco():
-    from motionkit.conventions import SMPLX_TO_COCO17
-
-    return list(SMPLX_TO_COCO17)
 
 
 if __name__ == "__main__":

@@ -19,10 +19,11 @@ struct BodyData {
   const T* J_shapedirs;   // (J, 3, B)
   const T* kp_template;   // (K, 3)
   const T* kp_shapedirs;  // (K, 3, B)
-  const T* kp_posedirs;   // (>= (R - 1) * 9, K * 3): pose feature -> landmark offsets
+  const T* kp_posedirs;   // (>= (R - 1) * 9, Kp * 3): pose feature -> offsets of the first Kp landmarks
   const T* kp_weights;    // (K, J) skinning weights
   const int64_t* parents; // (J,), parents[j] < j
   int J, K, B, R;
+  int Kp;  // landmarks 0..Kp-1 have pose correctives (vertices); the others are rigid (joint landmarks)
 };
 
 // per-frame state of the forward pass (in registers / local memory)
@@ -68,32 +69,35 @@ MK_HD void body_frame_state(const BodyData<T>& d, const T* r6, const T* betas, B
   }
 }
 
-// landmark k in the rest pose, shaped and pose-corrected: v (3)
+// landmark k in the rest pose, shaped and pose-corrected: v (3); kp_delta (K, 3) is added to the template
+// (a take's own landmark offsets, learned by the fit)
 template <typename T>
-MK_HD void body_landmark_rest(const BodyData<T>& d, const T* betas, const BodyFrame<T>& f, int k, T* v) {
+MK_HD void body_landmark_rest(const BodyData<T>& d, const T* betas, const T* kp_delta, const BodyFrame<T>& f, int k,
+                              T* v) {
   const int n_feat = (d.R - 1) * 9;
   for (int c = 0; c < 3; ++c) {
-    T s = d.kp_template[3 * k + c];
+    T s = d.kp_template[3 * k + c] + kp_delta[3 * k + c];
     const T* sd = d.kp_shapedirs + (3 * k + c) * d.B;
     for (int b = 0; b < d.B; ++b) s += sd[b] * betas[b];
-    for (int e = 0; e < n_feat; ++e) {
-      const T pf = f.Rl[9 + e] - ((e % 9) % 4 == 0 ? T(1) : T(0));  // R_local - I, joints 1..R-1
-      s += d.kp_posedirs[e * d.K * 3 + 3 * k + c] * pf;
-    }
+    if (k < d.Kp)
+      for (int e = 0; e < n_feat; ++e) {
+        const T pf = f.Rl[9 + e] - ((e % 9) % 4 == 0 ? T(1) : T(0));  // R_local - I, joints 1..R-1
+        s += d.kp_posedirs[e * d.Kp * 3 + 3 * k + c] * pf;
+      }
     v[c] = s;
   }
 }
 
 // out (J + K, 3): posed joints and landmarks plus translation
 template <typename T>
-MK_HD void body_frame_forward(const BodyData<T>& d, const T* r6, const T* betas, const T* transl, T* out,
-                              BodyFrame<T>& f) {
+MK_HD void body_frame_forward(const BodyData<T>& d, const T* r6, const T* betas, const T* kp_delta, const T* transl,
+                              T* out, BodyFrame<T>& f) {
   body_frame_state(d, r6, betas, f);
   for (int j = 0; j < d.J; ++j)
     for (int c = 0; c < 3; ++c) out[3 * j + c] = f.Gt[3 * j + c] + transl[c];
   for (int k = 0; k < d.K; ++k) {
     T v[3];
-    body_landmark_rest(d, betas, f, k, v);
+    body_landmark_rest(d, betas, kp_delta, f, k, v);
     T x[3] = {transl[0], transl[1], transl[2]};
     const T* w = d.kp_weights + k * d.J;
     for (int j = 0; j < d.J; ++j) {
@@ -106,10 +110,10 @@ MK_HD void body_frame_forward(const BodyData<T>& d, const T* r6, const T* betas,
   }
 }
 
-// gradients of one frame: g6 (R, 3, 2), gbetas (B), gtransl (3) from gout (J + K, 3)
+// gradients of one frame: g6 (R, 3, 2), gbetas (B), gtransl (3), gdelta (K, 3) from gout (J + K, 3)
 template <typename T>
-MK_HD void body_frame_backward(const BodyData<T>& d, const T* r6, const T* betas, const T* gout, T* g6,
-                               T* gbetas, T* gtransl, BodyFrame<T>& f, BodyFrame<T>& g) {
+MK_HD void body_frame_backward(const BodyData<T>& d, const T* r6, const T* betas, const T* kp_delta, const T* gout,
+                               T* g6, T* gbetas, T* gtransl, T* gdelta, BodyFrame<T>& f, BodyFrame<T>& g) {
   body_frame_state(d, r6, betas, f);
   // g reuses the frame layout for the gradients: g.Rl, g.Jrest, g.GR, g.Gt
   for (int e = 0; e < d.R * 9; ++e) g.Rl[e] = 0;
@@ -126,7 +130,7 @@ MK_HD void body_frame_backward(const BodyData<T>& d, const T* r6, const T* betas
   for (int k = 0; k < d.K; ++k) {
     const T* go = gout + 3 * (d.J + k);
     T v[3];
-    body_landmark_rest(d, betas, f, k, v);
+    body_landmark_rest(d, betas, kp_delta, f, k, v);
     const T* w = d.kp_weights + k * d.J;
     T gv[3] = {0, 0, 0};
     for (int j = 0; j < d.J; ++j) {
@@ -144,13 +148,15 @@ MK_HD void body_frame_backward(const BodyData<T>& d, const T* r6, const T* betas
         for (int b = 0; b < 3; ++b) g.GR[9 * j + 3 * a + b] += wj * go[a] * (v[b] - f.Jrest[3 * j + b]);
     }
     for (int c = 0; c < 3; ++c) {
+      gdelta[3 * k + c] = gv[c];
       const T* sd = d.kp_shapedirs + (3 * k + c) * d.B;
       for (int b = 0; b < d.B; ++b) gbetas[b] += sd[b] * gv[c];
     }
-    for (int e = 0; e < n_feat; ++e) {
-      const T* pd = d.kp_posedirs + e * d.K * 3 + 3 * k;
-      g.Rl[9 + e] += pd[0] * gv[0] + pd[1] * gv[1] + pd[2] * gv[2];
-    }
+    if (k < d.Kp)
+      for (int e = 0; e < n_feat; ++e) {
+        const T* pd = d.kp_posedirs + e * d.Kp * 3 + 3 * k;
+        g.Rl[9 + e] += pd[0] * gv[0] + pd[1] * gv[1] + pd[2] * gv[2];
+      }
   }
   for (int j = d.J - 1; j >= 1; --j) {
     const int p = static_cast<int>(d.parents[j]);

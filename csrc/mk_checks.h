@@ -20,8 +20,8 @@ inline void check_rot6d(const at::Tensor& rot6d) {
   TORCH_CHECK(rot6d.is_contiguous(), "motionkit: rot6d must be contiguous");
 }
 
-inline void check_body_inputs(const at::Tensor& rot6d, const at::Tensor& betas, const at::Tensor& transl,
-                              const at::Tensor& J_template, const at::Tensor& J_shapedirs,
+inline void check_body_inputs(const at::Tensor& rot6d, const at::Tensor& betas, const at::Tensor& kp_delta,
+                              const at::Tensor& transl, const at::Tensor& J_template, const at::Tensor& J_shapedirs,
                               const at::Tensor& kp_template, const at::Tensor& kp_shapedirs,
                               const at::Tensor& kp_posedirs, const at::Tensor& kp_weights,
                               const at::Tensor& parents) {
@@ -36,6 +36,10 @@ inline void check_body_inputs(const at::Tensor& rot6d, const at::Tensor& betas, 
   TORCH_CHECK(betas.dim() == 2 && betas.size(0) >= 1 && N % betas.size(0) == 0,
               "motionkit.body_joints: betas must be (N, B), or (P, B) shared by N / P consecutive frames; got ",
               betas.sizes(), " for N = ", N);
+  TORCH_CHECK(kp_delta.dim() == 3 && kp_delta.size(0) == betas.size(0) && kp_delta.size(1) == K &&
+                  kp_delta.size(2) == 3,
+              "motionkit.body_joints: kp_delta must be (rows of betas, K, 3) = (", betas.size(0), ", ", K,
+              ", 3), got ", kp_delta.sizes());
   if (transl.defined()) {  // the backward has no translation to check
     TORCH_CHECK(transl.dim() == 2 && transl.size(0) == N && transl.size(1) == 3,
                 "motionkit.body_joints: transl must be (N, 3), got ", transl.sizes());
@@ -45,15 +49,17 @@ inline void check_body_inputs(const at::Tensor& rot6d, const at::Tensor& betas, 
               J_shapedirs.sizes());
   TORCH_CHECK(kp_shapedirs.sizes() == at::IntArrayRef({K, 3, B}), "motionkit.body_joints: kp_shapedirs ",
               kp_shapedirs.sizes());
-  TORCH_CHECK(kp_posedirs.dim() == 2 && kp_posedirs.size(0) >= (R - 1) * 9 && kp_posedirs.size(1) == K * 3,
-              "motionkit.body_joints: kp_posedirs must be (>= (R - 1) * 9, K * 3), got ", kp_posedirs.sizes());
+  TORCH_CHECK(kp_posedirs.dim() == 2 && kp_posedirs.size(0) >= (R - 1) * 9 && kp_posedirs.size(1) % 3 == 0 &&
+                  kp_posedirs.size(1) <= K * 3,
+              "motionkit.body_joints: kp_posedirs must be (>= (R - 1) * 9, Kp * 3) with Kp <= K (the first Kp "
+              "landmarks have pose correctives), got ", kp_posedirs.sizes());
   TORCH_CHECK(kp_weights.sizes() == at::IntArrayRef({K, J}), "motionkit.body_joints: kp_weights ",
               kp_weights.sizes());
   TORCH_CHECK(parents.dim() == 1 && parents.size(0) == J && parents.scalar_type() == at::kLong &&
                   parents.is_contiguous() && parents.device() == rot6d.device(),
               "motionkit.body_joints: parents must be a contiguous int64 (J,) tensor on the device of rot6d");
   check_same(rot6d, rot6d, "rot6d");
-  for (auto& [x, name] : {std::pair<const at::Tensor&, const char*>{betas, "betas"},
+  for (auto& [x, name] : {std::pair<const at::Tensor&, const char*>{betas, "betas"}, {kp_delta, "kp_delta"},
                           {J_template, "J_template"}, {J_shapedirs, "J_shapedirs"}, {kp_template, "kp_template"},
                           {kp_shapedirs, "kp_shapedirs"}, {kp_posedirs, "kp_posedirs"}, {kp_weights, "kp_weights"}})
     check_same(rot6d, x, name);
@@ -75,6 +81,7 @@ BodyData<T> body_data(const at::Tensor& J_template, const at::Tensor& J_shapedir
   d.K = static_cast<int>(kp_template.size(0));
   d.B = static_cast<int>(J_shapedirs.size(2));
   d.R = static_cast<int>(R);
+  d.Kp = static_cast<int>(kp_posedirs.size(1) / 3);
   return d;
 }
 

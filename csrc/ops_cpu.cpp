@@ -30,12 +30,12 @@ std::tuple<at::Tensor, at::Tensor> reduce(const at::Tensor& partial, int K, doub
   return {out, den};
 }
 
-at::Tensor body_joints_cpu(const at::Tensor& rot6d, const at::Tensor& betas, const at::Tensor& transl,
-                           const at::Tensor& J_template, const at::Tensor& J_shapedirs, const at::Tensor& kp_template,
-                           const at::Tensor& kp_shapedirs, const at::Tensor& kp_posedirs, const at::Tensor& kp_weights,
-                           const at::Tensor& parents) {
-  mk::check_body_inputs(rot6d, betas, transl, J_template, J_shapedirs, kp_template, kp_shapedirs, kp_posedirs,
-                        kp_weights, parents);
+at::Tensor body_joints_cpu(const at::Tensor& rot6d, const at::Tensor& betas, const at::Tensor& kp_delta,
+                           const at::Tensor& transl, const at::Tensor& J_template, const at::Tensor& J_shapedirs,
+                           const at::Tensor& kp_template, const at::Tensor& kp_shapedirs,
+                           const at::Tensor& kp_posedirs, const at::Tensor& kp_weights, const at::Tensor& parents) {
+  mk::check_body_inputs(rot6d, betas, kp_delta, transl, J_template, J_shapedirs, kp_template, kp_shapedirs,
+                        kp_posedirs, kp_weights, parents);
   const int64_t N = rot6d.size(0);
   const int J = J_template.size(0), K = kp_template.size(0);
   auto out = at::empty({N, J + K, 3}, rot6d.options());
@@ -44,24 +44,27 @@ at::Tensor body_joints_cpu(const at::Tensor& rot6d, const at::Tensor& betas, con
                                      parents, rot6d.size(1));
     const scalar_t* r6 = rot6d.data_ptr<scalar_t>();
     const scalar_t* b = betas.data_ptr<scalar_t>();
+    const scalar_t* dl = kp_delta.data_ptr<scalar_t>();
     const scalar_t* tr = transl.data_ptr<scalar_t>();
     scalar_t* o = out.data_ptr<scalar_t>();
-    const int64_t per = N / betas.size(0);  // frames sharing one row of betas
+    const int64_t per = N / betas.size(0);  // frames sharing one row of betas (and of kp_delta)
     at::parallel_for(0, N, 16, [&](int64_t lo, int64_t hi) {
       BodyFrame<scalar_t> f;
       for (int64_t n = lo; n < hi; ++n)
-        mk::body_frame_forward(d, r6 + n * d.R * 6, b + (n / per) * d.B, tr + n * 3, o + n * (J + K) * 3, f);
+        mk::body_frame_forward(d, r6 + n * d.R * 6, b + (n / per) * d.B, dl + (n / per) * K * 3, tr + n * 3,
+                               o + n * (J + K) * 3, f);
     });
   });
   return out;
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> body_joints_backward_cpu(
-    const at::Tensor& grad_out, const at::Tensor& rot6d, const at::Tensor& betas, const at::Tensor& J_template,
-    const at::Tensor& J_shapedirs, const at::Tensor& kp_template, const at::Tensor& kp_shapedirs,
-    const at::Tensor& kp_posedirs, const at::Tensor& kp_weights, const at::Tensor& parents) {
-  mk::check_body_inputs(rot6d, betas, at::Tensor(), J_template, J_shapedirs, kp_template, kp_shapedirs, kp_posedirs,
-                        kp_weights, parents);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> body_joints_backward_cpu(
+    const at::Tensor& grad_out, const at::Tensor& rot6d, const at::Tensor& betas, const at::Tensor& kp_delta,
+    const at::Tensor& J_template, const at::Tensor& J_shapedirs, const at::Tensor& kp_template,
+    const at::Tensor& kp_shapedirs, const at::Tensor& kp_posedirs, const at::Tensor& kp_weights,
+    const at::Tensor& parents) {
+  mk::check_body_inputs(rot6d, betas, kp_delta, at::Tensor(), J_template, J_shapedirs, kp_template, kp_shapedirs,
+                        kp_posedirs, kp_weights, parents);
   const int64_t N = rot6d.size(0);
   const int J = J_template.size(0), K = kp_template.size(0);
   auto g = grad_out.contiguous();
@@ -69,32 +72,40 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> body_joints_backward_cpu(
   auto g6 = at::empty_like(rot6d);
   auto gb = at::empty({N, betas.size(1)}, rot6d.options());  // per frame, summed over shared rows below
   auto gt = at::empty({N, 3}, rot6d.options());
+  auto gd = at::empty({N, K, 3}, rot6d.options());  // per frame, summed over shared rows below
   const int64_t per = N / betas.size(0);
   AT_DISPATCH_FLOATING_TYPES(rot6d.scalar_type(), "body_joints_backward_cpu", [&] {
     auto d = mk::body_data<scalar_t>(J_template, J_shapedirs, kp_template, kp_shapedirs, kp_posedirs, kp_weights,
                                      parents, rot6d.size(1));
     const scalar_t* r6 = rot6d.data_ptr<scalar_t>();
     const scalar_t* b = betas.data_ptr<scalar_t>();
+    const scalar_t* dl = kp_delta.data_ptr<scalar_t>();
     const scalar_t* go = g.data_ptr<scalar_t>();
     scalar_t *o6 = g6.data_ptr<scalar_t>(), *ob = gb.data_ptr<scalar_t>(), *ot = gt.data_ptr<scalar_t>();
+    scalar_t* od = gd.data_ptr<scalar_t>();
     at::parallel_for(0, N, 16, [&](int64_t lo, int64_t hi) {
       BodyFrame<scalar_t> f, gf;
       for (int64_t n = lo; n < hi; ++n)
-        mk::body_frame_backward(d, r6 + n * d.R * 6, b + (n / per) * d.B, go + n * (J + K) * 3, o6 + n * d.R * 6,
-                                ob + n * d.B, ot + n * 3, f, gf);
+        mk::body_frame_backward(d, r6 + n * d.R * 6, b + (n / per) * d.B, dl + (n / per) * K * 3,
+                                go + n * (J + K) * 3, o6 + n * d.R * 6, ob + n * d.B, ot + n * 3, od + n * K * 3, f,
+                                gf);
     });
   });
-  if (per == 1) return {g6, gb, gt};
+  if (per == 1) return {g6, gb, gt, gd};
   auto gbp = at::empty_like(betas);
-  AT_DISPATCH_FLOATING_TYPES(rot6d.scalar_type(), "body_joints_betas_cpu", [&] {
-    const scalar_t* rows = gb.data_ptr<scalar_t>();
-    scalar_t* o = gbp.data_ptr<scalar_t>();
+  auto gdp = at::empty_like(kp_delta);
+  AT_DISPATCH_FLOATING_TYPES(rot6d.scalar_type(), "body_joints_shared_rows_cpu", [&] {
+    const scalar_t *rows = gb.data_ptr<scalar_t>(), *drows = gd.data_ptr<scalar_t>();
+    scalar_t *o = gbp.data_ptr<scalar_t>(), *od = gdp.data_ptr<scalar_t>();
     const int B = static_cast<int>(betas.size(1));
     at::parallel_for(0, betas.size(0), 1, [&](int64_t lo, int64_t hi) {
-      for (int64_t p = lo; p < hi; ++p) mk::sum_rows(rows + p * per * B, per, B, o + p * B);
+      for (int64_t p = lo; p < hi; ++p) {
+        mk::sum_rows(rows + p * per * B, per, B, o + p * B);
+        mk::sum_rows(drows + p * per * K * 3, per, K * 3, od + p * K * 3);
+      }
     });
   });
-  return {g6, gbp, gt};
+  return {g6, gbp, gt, gdp};
 }
 
 at::Tensor rot6d_to_rotvec_cpu(const at::Tensor& rot6d) {
@@ -246,12 +257,13 @@ void adam_step_cpu(at::Tensor& param, at::Tensor& exp_avg, at::Tensor& exp_avg_s
 
 TORCH_LIBRARY(motionkit, m) {
   m.def(
-      "body_joints(Tensor rot6d, Tensor betas, Tensor transl, Tensor J_template, Tensor J_shapedirs, "
-      "Tensor kp_template, Tensor kp_shapedirs, Tensor kp_posedirs, Tensor kp_weights, Tensor parents) -> Tensor");
+      "body_joints(Tensor rot6d, Tensor betas, Tensor kp_delta, Tensor transl, Tensor J_template, "
+      "Tensor J_shapedirs, Tensor kp_template, Tensor kp_shapedirs, Tensor kp_posedirs, Tensor kp_weights, "
+      "Tensor parents) -> Tensor");
   m.def(
-      "body_joints_backward(Tensor grad, Tensor rot6d, Tensor betas, Tensor J_template, Tensor J_shapedirs, "
-      "Tensor kp_template, Tensor kp_shapedirs, Tensor kp_posedirs, Tensor kp_weights, Tensor parents) "
-      "-> (Tensor, Tensor, Tensor)");
+      "body_joints_backward(Tensor grad, Tensor rot6d, Tensor betas, Tensor kp_delta, Tensor J_template, "
+      "Tensor J_shapedirs, Tensor kp_template, Tensor kp_shapedirs, Tensor kp_posedirs, Tensor kp_weights, "
+      "Tensor parents) -> (Tensor, Tensor, Tensor, Tensor)");
   m.def("rot6d_to_rotvec(Tensor rot6d) -> Tensor");
   m.def(
       "adam_step_(Tensor(a!) param, Tensor(b!) exp_avg, Tensor(c!) exp_avg_sq, Tensor grad, Tensor lr, Tensor step, "

@@ -17,22 +17,24 @@ constexpr int kThreads = 128;
 inline int blocks_for(int64_t n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
 
 template <typename T>
-__global__ void body_forward_kernel(mk::BodyData<T> d, const T* r6, const T* betas, const T* transl, T* out,
-                                    int64_t N, int64_t per) {
+__global__ void body_forward_kernel(mk::BodyData<T> d, const T* r6, const T* betas, const T* kp_delta,
+                                    const T* transl, T* out, int64_t N, int64_t per) {
   const int64_t n = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (n >= N) return;
   mk::BodyFrame<T> f;
-  mk::body_frame_forward(d, r6 + n * d.R * 6, betas + (n / per) * d.B, transl + n * 3, out + n * (d.J + d.K) * 3, f);
+  mk::body_frame_forward(d, r6 + n * d.R * 6, betas + (n / per) * d.B, kp_delta + (n / per) * d.K * 3,
+                         transl + n * 3, out + n * (d.J + d.K) * 3, f);
 }
 
 template <typename T>
-__global__ void body_backward_kernel(mk::BodyData<T> d, const T* r6, const T* betas, const T* gout, T* g6, T* gb,
-                                     T* gt, int64_t N, int64_t per) {
+__global__ void body_backward_kernel(mk::BodyData<T> d, const T* r6, const T* betas, const T* kp_delta,
+                                     const T* gout, T* g6, T* gb, T* gt, T* gd, int64_t N, int64_t per) {
   const int64_t n = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (n >= N) return;
   mk::BodyFrame<T> f, g;
-  mk::body_frame_backward(d, r6 + n * d.R * 6, betas + (n / per) * d.B, gout + n * (d.J + d.K) * 3, g6 + n * d.R * 6,
-                          gb + n * d.B, gt + n * 3, f, g);
+  mk::body_frame_backward(d, r6 + n * d.R * 6, betas + (n / per) * d.B, kp_delta + (n / per) * d.K * 3,
+                          gout + n * (d.J + d.K) * 3, g6 + n * d.R * 6, gb + n * d.B, gt + n * 3, gd + n * d.K * 3, f,
+                          g);
 }
 
 template <typename T>
@@ -128,12 +130,12 @@ std::tuple<at::Tensor, at::Tensor> reduce(const at::Tensor& partial, int K, doub
   return {out, den};
 }
 
-at::Tensor body_joints_cuda(const at::Tensor& rot6d, const at::Tensor& betas, const at::Tensor& transl,
-                            const at::Tensor& J_template, const at::Tensor& J_shapedirs, const at::Tensor& kp_template,
-                            const at::Tensor& kp_shapedirs, const at::Tensor& kp_posedirs,
-                            const at::Tensor& kp_weights, const at::Tensor& parents) {
-  mk::check_body_inputs(rot6d, betas, transl, J_template, J_shapedirs, kp_template, kp_shapedirs, kp_posedirs,
-                        kp_weights, parents);
+at::Tensor body_joints_cuda(const at::Tensor& rot6d, const at::Tensor& betas, const at::Tensor& kp_delta,
+                            const at::Tensor& transl, const at::Tensor& J_template, const at::Tensor& J_shapedirs,
+                            const at::Tensor& kp_template, const at::Tensor& kp_shapedirs,
+                            const at::Tensor& kp_posedirs, const at::Tensor& kp_weights, const at::Tensor& parents) {
+  mk::check_body_inputs(rot6d, betas, kp_delta, transl, J_template, J_shapedirs, kp_template, kp_shapedirs,
+                        kp_posedirs, kp_weights, parents);
   c10::cuda::CUDAGuard guard(rot6d.device());
   const int64_t N = rot6d.size(0);
   const int J = J_template.size(0), K = kp_template.size(0);
@@ -142,37 +144,45 @@ at::Tensor body_joints_cuda(const at::Tensor& rot6d, const at::Tensor& betas, co
     auto d = mk::body_data<scalar_t>(J_template, J_shapedirs, kp_template, kp_shapedirs, kp_posedirs, kp_weights,
                                      parents, rot6d.size(1));
     MK_LAUNCH(body_forward_kernel<scalar_t>, N, d, rot6d.data_ptr<scalar_t>(), betas.data_ptr<scalar_t>(),
-              transl.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), N, N / betas.size(0));
+              kp_delta.data_ptr<scalar_t>(), transl.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), N,
+              N / betas.size(0));
   });
   return out;
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> body_joints_backward_cuda(
-    const at::Tensor& grad_out, const at::Tensor& rot6d, const at::Tensor& betas, const at::Tensor& J_template,
-    const at::Tensor& J_shapedirs, const at::Tensor& kp_template, const at::Tensor& kp_shapedirs,
-    const at::Tensor& kp_posedirs, const at::Tensor& kp_weights, const at::Tensor& parents) {
-  mk::check_body_inputs(rot6d, betas, at::Tensor(), J_template, J_shapedirs, kp_template, kp_shapedirs, kp_posedirs,
-                        kp_weights, parents);
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> body_joints_backward_cuda(
+    const at::Tensor& grad_out, const at::Tensor& rot6d, const at::Tensor& betas, const at::Tensor& kp_delta,
+    const at::Tensor& J_template, const at::Tensor& J_shapedirs, const at::Tensor& kp_template,
+    const at::Tensor& kp_shapedirs, const at::Tensor& kp_posedirs, const at::Tensor& kp_weights,
+    const at::Tensor& parents) {
+  mk::check_body_inputs(rot6d, betas, kp_delta, at::Tensor(), J_template, J_shapedirs, kp_template, kp_shapedirs,
+                        kp_posedirs, kp_weights, parents);
   c10::cuda::CUDAGuard guard(rot6d.device());
   const int64_t N = rot6d.size(0);
   auto g = grad_out.contiguous();
   auto g6 = at::empty_like(rot6d);
   auto gb = at::empty({N, betas.size(1)}, rot6d.options());  // per frame, summed over shared rows below
   auto gt = at::empty({N, 3}, rot6d.options());
+  const int64_t K = kp_template.size(0);
+  auto gd = at::empty({N, K, 3}, rot6d.options());  // per frame, summed over shared rows below
   const int64_t per = N / betas.size(0);
   AT_DISPATCH_FLOATING_TYPES(rot6d.scalar_type(), "body_joints_backward_cuda", [&] {
     auto d = mk::body_data<scalar_t>(J_template, J_shapedirs, kp_template, kp_shapedirs, kp_posedirs, kp_weights,
                                      parents, rot6d.size(1));
     MK_LAUNCH(body_backward_kernel<scalar_t>, N, d, rot6d.data_ptr<scalar_t>(), betas.data_ptr<scalar_t>(),
-              g.data_ptr<scalar_t>(), g6.data_ptr<scalar_t>(), gb.data_ptr<scalar_t>(), gt.data_ptr<scalar_t>(), N, per);
+              kp_delta.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(), g6.data_ptr<scalar_t>(), gb.data_ptr<scalar_t>(),
+              gt.data_ptr<scalar_t>(), gd.data_ptr<scalar_t>(), N, per);
   });
-  if (per == 1) return {g6, gb, gt};
+  if (per == 1) return {g6, gb, gt, gd};
   auto gbp = at::empty_like(betas);
-  AT_DISPATCH_FLOATING_TYPES(rot6d.scalar_type(), "body_joints_betas_cuda", [&] {
+  auto gdp = at::empty_like(kp_delta);
+  AT_DISPATCH_FLOATING_TYPES(rot6d.scalar_type(), "body_joints_shared_rows_cuda", [&] {
     MK_LAUNCH(sum_rows_kernel<scalar_t>, betas.size(0), gb.data_ptr<scalar_t>(), betas.size(0), per,
               static_cast<int>(betas.size(1)), gbp.data_ptr<scalar_t>());
+    MK_LAUNCH(sum_rows_kernel<scalar_t>, betas.size(0), gd.data_ptr<scalar_t>(), betas.size(0), per,
+              static_cast<int>(K * 3), gdp.data_ptr<scalar_t>());
   });
-  return {g6, gbp, gt};
+  return {g6, gbp, gt, gdp};
 }
 
 at::Tensor rot6d_to_rotvec_cuda(const at::Tensor& rot6d) {

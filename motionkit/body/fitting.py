@@ -21,6 +21,7 @@ from scipy.ndimage import gaussian_filter1d
 from motionkit.body.model import BodyModel
 from motionkit.conventions import (
     SMPLX_JOINT_LIMITS,
+    SMPLX_NUM_JOINTS,
     SMPLX_PARENTS,
     SMPLX_TO_COCO17,
     TAKE_FPS,
@@ -70,6 +71,8 @@ class BodyFitConfig:
     w_pose: float = 1e-5
     w_limits: float = 1.0
     w_shape: float = 1e-5
+    w_landmark: float = 1e-3  # prior on the take's landmark offsets (stage C; 0: joint centres, no offsets)
+    landmark_sigma_m: float = 0.1  # ... sum of (offset / sigma)^2
     sigma_3d_m: float = 0.1
     tri_smooth_s: float = 0.25  # Gaussian sigma (s) of the temporal smoothing of the triangulated joints
     second_pass_px: float = 30.0  # after stage C, drop observations farther than this from the fitted body
@@ -120,6 +123,7 @@ class FitOutput:
     obs_weight: np.ndarray | None = None  # (M, V, 17) final weight of every observation (0: unused or dropped)
     n_dropped: int = 0  # observations dropped by the second pass
     losses: dict = field(default_factory=dict)
+    kp_delta: np.ndarray | None = None  # (L, 3) offsets of the body's joint landmarks (joint frames, metres)
 
 
 # ------------------------------------------------------------------------------------------------ losses
@@ -444,13 +448,21 @@ def _pad(a: np.ndarray, n: int, axis: int = 0) -> np.ndarray:
 
 
 def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | None = None,
-              betas: list[np.ndarray] | None = None, progress=None) -> list[FitOutput]:  # fmt: skip
+              betas: list[np.ndarray] | None = None, progress=None,
+              kp_delta: list[np.ndarray] | None = None) -> list[FitOutput]:  # fmt: skip
     """Fit several independent sequences at once (stacked on a leading problem axis, padded to the
     longest one and to the most views): every loss is computed per problem and then summed, so with
     Adam's per-parameter updates the problems stay independent, while a GPU sees one large batch.
 
     ``betas``: fixed shapes, one per problem (long takes fit it first); otherwise initialised from
     limb lengths and optimised in stage C. ``progress``: optional callable(int), once per iteration.
+    ``kp_delta``: with ``betas``, the problems' fixed landmark offsets ``(L, 3)`` (``FitOutput.kp_delta``).
+
+    The COCO keypoints are the body's rows ``coco_rows(body)``: with a ``fit_body_model`` the limb
+    keypoints are joint landmarks whose offsets from the joint centres (in the joints' frames, one set
+    per take) are learned in stage C with the prior ``w_landmark * sum (offset / landmark_sigma_m)^2``:
+    detectors and annotators mark points on the surface (the trochanter beside and above the hip
+    joint, the patella in front of the knee), not joint centres.
     """
     cfg = cfg or BodyFitConfig()
     dev = kernel_loader.resolve_device(cfg.device)
@@ -460,6 +472,8 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
     Ms = [len(x.keypoints) for x in inputs]
     M, V = max(Ms), max(x.keypoints.shape[1] for x in inputs)
     body = body.to(dev)
+    coco_np = coco_rows(body)
+    n_vertex, L = len(body.vertex_keypoint_names), len(body.joint_landmarks)
     # triangulated joints are noisy frame by frame (errors of the 2D detector that persist over a few
     # frames): smooth them in time before they initialise the pose and enter the 3D term
     inputs = [dataclasses.replace(x, tri=smooth_in_time(x.tri, cfg.tri_smooth_s * x.fps)) for x in inputs]
@@ -502,22 +516,26 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
     rot = T(R0[..., :2]).clone().requires_grad_(True)
     transl = T(np.stack([_pad(r[2], M) for r in inits])).clone().requires_grad_(True)
     betas_t = T(np.stack(b0)).clone().requires_grad_(not fixed_betas)
+    learn_lm = L > 0 and cfg.w_landmark > 0 and kp_delta is None
+    lm_off = T(np.stack(kp_delta) if kp_delta is not None else np.zeros((P, L, 3))).clone().requires_grad_(learn_lm)
+    lm_pad = torch.zeros(P, n_vertex, 3, dtype=dt, device=dev)  # the vertex keypoints do not move
     kp, wt = T(kp), T(wt)
     fm = T(frame_ok)
-    coco = torch.as_tensor(SMPLX_TO_COCO17, device=dev)
+    coco = torch.as_tensor(coco_np, device=dev)
     torso = torch.as_tensor(TORSO_COCO17, device=dev)
     pidx = torch.arange(P, device=dev)[:, None]
     R_cw, t_cw = Tcw[..., :3, :3].contiguous(), Tcw[..., :3, 3].contiguous()
     model = body.kernel_tensors()
     n_betas = betas_t.shape[-1]
 
-    def forward():  # (P, M, 55 + K, 3) posed joints and landmarks
+    def forward(stage: int = 2):  # (P, M, 55 + K, 3) posed joints and landmarks
+        # the landmark offsets (P, K, 3): learned in stage C only, constant before
+        delta = torch.cat([lm_pad, lm_off if stage >= 2 else lm_off.detach()], 1) if L else lm_pad
         if fused:
-            return kernel_ops.body_joints(rot.view(P * M, 22, 3, 2), betas_t, transl.view(P * M, 3), model).view(
-                P, M, -1, 3
-            )
+            return kernel_ops.body_joints(rot.view(P * M, 22, 3, 2), betas_t, transl.view(P * M, 3), model,
+                                          kp_delta=delta).view(P, M, -1, 3)  # fmt: skip
         return body(betas_t[:, None].expand(P, M, n_betas), roma.special_gramschmidt(rot[:, :, 0]),
-                    roma.special_gramschmidt(rot[:, :, 1:]), transl)  # fmt: skip
+                    roma.special_gramschmidt(rot[:, :, 1:]), transl, kp_delta=delta[:, None])  # fmt: skip
 
     def pose_rotvec():  # (P, M, 21, 3) local body-joint rotations as rotation vectors
         if fused:
@@ -529,11 +547,12 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
             return kernel_ops.robust_reprojection(Jo, R_cw, t_cw, params, tmax, kp, wt, cfg.sigma_px)
         return reprojection_loss(Jo, R_cw, t_cw, params, kp, wt, cfg.sigma_px, tmax)
 
-    terms_names = ("rep",) + PRIOR_TERMS + ("shape",)
+    terms_names = ("rep",) + PRIOR_TERMS + ("shape",) + (("landmarks",) if learn_lm else ())
+    no_term = torch.zeros(P, 1, dtype=dt, device=dev)
     torso_mask = torch.zeros(len(SMPLX_TO_COCO17), dtype=dt, device=dev)
     torso_mask[torso] = 1
 
-    def stage_weights(stage: int) -> torch.Tensor:  # (7,) weight of each term in this stage
+    def stage_weights(stage: int) -> torch.Tensor:  # (7 or 8,) weight of each term in this stage
         w = dict.fromkeys(terms_names, 0.0)
         w["3d"] = cfg.w_3d[0] if stage < 2 else cfg.w_3d[1]
         if M >= 3:
@@ -542,10 +561,12 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
             w["rep"], w["pose"], w["limits"] = cfg.w_rep, cfg.w_pose, cfg.w_limits
         if stage >= 2 and not fixed_betas:
             w["shape"] = cfg.w_shape
+        if stage >= 2 and learn_lm:
+            w["landmarks"] = cfg.w_landmark
         return torch.tensor([w[n] for n in terms_names], dtype=dt, device=dev)
 
-    def objective(stage: int, tri_w_stage: torch.Tensor) -> torch.Tensor:  # (P, 7) unweighted terms
-        J = forward()
+    def objective(stage: int, tri_w_stage: torch.Tensor) -> torch.Tensor:  # (P, 7 or 8) unweighted terms
+        J = forward(stage)
         if stage >= 1:
             Jc = J[..., coco, :]
             rep = reprojection(wj0 * Jc[pidx, m0] + wj * Jc[pidx, m1])  # joints at each observation's time
@@ -553,7 +574,10 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
             rep = J.new_zeros(P)
         prior = kernel_ops.prior_terms if fused else prior_terms
         pri = prior(J, coco, tri, tri_w_stage, fm, fps, rot, pose_rotvec(), cfg.sigma_3d_m)
-        return torch.cat([rep[:, None], pri, (betas_t**2).sum(-1)[:, None]], 1)
+        terms = [rep[:, None], pri, (betas_t**2).sum(-1)[:, None]]
+        if learn_lm:
+            terms.append((lm_off**2).sum((1, 2))[:, None] / cfg.landmark_sigma_m**2 if stage >= 2 else no_term)
+        return torch.cat(terms, 1)
 
     def body_projection():  # (P, M, V, 17, 2) the current body's COCO joints in every view, and the joints
         J = forward()
@@ -586,7 +610,8 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
         return {name: weighted[:, i] for i, name in enumerate(terms_names) if w[i] != 0}
 
     history = {}
-    stages = ((0, [rot, transl]), (1, [rot, transl]), (2, [rot, transl] + ([] if fixed_betas else [betas_t])))
+    stages = ((0, [rot, transl]), (1, [rot, transl]),
+              (2, [rot, transl] + ([] if fixed_betas else [betas_t]) + ([lm_off] if learn_lm else [])))  # fmt: skip
     for (stage, vars_), n_it in zip(stages, cfg.iters, strict=True):
         if n_it:
             history[f"stage_{'ABC'[stage]}"] = run(stage, vars_, n_it)
@@ -616,8 +641,30 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
             reproj_px=reproj[k, :m, :v].cpu().double().numpy(), obs_weight=wt_np[k, :m, :v],
             n_dropped=int(n_dropped[k]),
             losses={st: {n: float(val[k]) for n, val in terms.items()} for st, terms in history.items()},
+            kp_delta=lm_off[k].detach().cpu().double().numpy(),
         ))  # fmt: skip
     return outs
+
+
+# the SMPL-X joints whose landmarks are the COCO limb keypoints (shoulders .. ankles) in a fit body model
+FIT_JOINT_LANDMARKS = tuple(int(j) for j in SMPLX_TO_COCO17[5:])
+
+
+def fit_body_model(path=None) -> BodyModel:
+    """The body model the fit uses: SMPL-X joints, the face vertex keypoints and a landmark attached to
+    each COCO limb joint (``FIT_JOINT_LANDMARKS``), whose offsets each take learns."""
+    return BodyModel.load(path, vertex_keypoints=FACE_KEYPOINTS, joint_landmarks=FIT_JOINT_LANDMARKS)
+
+
+def coco_rows(body: BodyModel) -> np.ndarray:
+    """``(17,)`` rows of ``body``'s output holding the COCO-17 keypoints: the face vertex keypoints, and
+    for the limbs the joint landmarks where the body has them, else the joint centres."""
+    rows = SMPLX_TO_COCO17.copy()
+    base = SMPLX_NUM_JOINTS + len(body.vertex_keypoint_names)
+    for c in range(5, 17):
+        if int(SMPLX_TO_COCO17[c]) in body.joint_landmarks:
+            rows[c] = base + body.joint_landmarks.index(int(SMPLX_TO_COCO17[c]))
+    return rows
 
 
 def eye_midpoint(joints: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
@@ -664,10 +711,11 @@ def fit_takes(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
         return outs
     jobs = [(k, s, e) for k in long_ for s, e in _windows(len(inputs[k].keypoints), cfg)]
     parts = fit_batch(body, [_slice_inputs(inputs[k], s, e) for k, s, e in jobs], cfg,
-                      betas=[outs[k].betas for k, _, _ in jobs], progress=progress)  # fmt: skip
+                      betas=[outs[k].betas for k, _, _ in jobs], progress=progress,
+                      kp_delta=[outs[k].kp_delta for k, _, _ in jobs])  # fmt: skip
     for k in long_:
         mine = [(s, e, p) for (j, s, e), p in zip(jobs, parts, strict=True) if j == k]
-        outs[k] = _stitch(inputs[k], mine, outs[k].betas, cfg)
+        outs[k] = dataclasses.replace(_stitch(inputs[k], mine, outs[k].betas, cfg), kp_delta=outs[k].kp_delta)
     return outs
 
 

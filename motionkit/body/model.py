@@ -31,6 +31,9 @@ class BodyModel(torch.nn.Module):
         model: a loaded ``BodyModelFile`` (or None to load the default / ``$MOTIONKIT_BODY_MODEL``).
         vertex_keypoints: names from ``conventions.SMPLX_VERTEX_KEYPOINTS`` to compute (all 21 by
             default); output columns 55.. follow the order of the full smplx layout, restricted.
+        joint_landmarks: SMPL-X joints whose landmark follows after the vertex keypoints: a point rigidly
+            attached to the joint, at the joint centre unless ``forward``'s ``kp_delta`` moves it (in
+            the rest pose, so in the joint's own frame once posed).
         dtype: float32 for fitting, float64 for synthesis and tests.
     """
 
@@ -39,6 +42,7 @@ class BodyModel(torch.nn.Module):
         model: BodyModelFile | None = None,
         vertex_keypoints: tuple[str, ...] | None = None,
         dtype: torch.dtype = torch.float32,
+        joint_landmarks: tuple[int, ...] = (),
     ) -> None:
         super().__init__()
         model = model if model is not None else load_model_file()
@@ -47,14 +51,19 @@ class BodyModel(torch.nn.Module):
         keep = names if vertex_keypoints is None else [n for n in names if n in set(vertex_keypoints)]
         self.vertex_keypoint_names = tuple(keep)
         vid = np.array([dict(SMPLX_VERTEX_KEYPOINTS)[n] for n in keep], dtype=np.int64)
+        self.joint_landmarks = tuple(int(j) for j in joint_landmarks)
         Jr = model.J_regressor
         t = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=dtype)  # noqa: E731
-        self.register_buffer("J_template", t(Jr @ model.v_template))  # (55, 3)
-        self.register_buffer("J_shapedirs", t(np.einsum("jv,vcb->jcb", Jr, model.shapedirs)))  # (55, 3, 10)
-        self.register_buffer("kp_template", t(model.v_template[vid]))  # (K, 3)
-        self.register_buffer("kp_shapedirs", t(model.shapedirs[vid]))  # (K, 3, 10)
-        self.register_buffer("kp_posedirs", t(model.posedirs[vid].reshape(len(vid) * 3, 486).T))  # (486, K*3)
-        self.register_buffer("kp_weights", t(model.weights[vid]))  # (K, 55)
+        J_template, J_shapedirs = Jr @ model.v_template, np.einsum("jv,vcb->jcb", Jr, model.shapedirs)
+        jl = list(self.joint_landmarks)
+        self.register_buffer("J_template", t(J_template))  # (55, 3)
+        self.register_buffer("J_shapedirs", t(J_shapedirs))  # (55, 3, 10)
+        # landmarks: vertex keypoints, then joint landmarks (rigid to one joint, no pose correctives)
+        self.register_buffer("kp_template", t(np.concatenate([model.v_template[vid], J_template[jl]])))  # (K, 3)
+        self.register_buffer("kp_shapedirs", t(np.concatenate([model.shapedirs[vid], J_shapedirs[jl]])))
+        # pose correctives of the vertex keypoints only: (486, 3 Kv); the joint landmarks have none
+        self.register_buffer("kp_posedirs", t(model.posedirs[vid].reshape(len(vid) * 3, 486).T))
+        self.register_buffer("kp_weights", t(np.concatenate([model.weights[vid], np.eye(SMPLX_NUM_JOINTS)[jl]])))
         self.parents = model.parents.copy()
         self.register_buffer("_parents", torch.as_tensor(self.parents, dtype=torch.int64), persistent=False)
         # forward kinematics level by level: (joints, their parents) per depth, as index buffers that
@@ -70,7 +79,7 @@ class BodyModel(torch.nn.Module):
 
     @property
     def num_outputs(self) -> int:
-        return SMPLX_NUM_JOINTS + len(self.vertex_keypoint_names)
+        return SMPLX_NUM_JOINTS + len(self.vertex_keypoint_names) + len(self.joint_landmarks)
 
     def kernel_tensors(self) -> dict[str, torch.Tensor]:
         """The buffers the fused operator ``motionkit.kernels.ops.body_joints`` reads (on this module's
@@ -93,6 +102,7 @@ class BodyModel(torch.nn.Module):
         transl: torch.Tensor | None = None,
         *,
         other_pose: torch.Tensor | None = None,
+        kp_delta: torch.Tensor | None = None,
         return_transforms: bool = False,
     ):
         """Posed joints.
@@ -103,6 +113,8 @@ class BodyModel(torch.nn.Module):
             body_pose: ``(..., 21, 3, 3)`` or ``(..., 21, 3)`` axis-angle (joints 1..21).
             transl: ``(..., 3)`` metres, added to every output.
             other_pose: optional ``(..., 33, 3, 3)`` for jaw, eyes and hands (identity by default).
+            kp_delta: optional ``(..., K, 3)`` metres added to the landmarks' rest template (a take's own
+                landmark offsets, e.g. ``joint_landmarks`` placed where its detector marks them).
             return_transforms: also return the global joint rotations ``(..., 55, 3, 3)``.
 
         Returns:
@@ -138,11 +150,15 @@ class BodyModel(torch.nn.Module):
             Gt[..., lv, :] = Gt[..., lp, :] + (pR @ rel[..., None])[..., 0]
         joints = Gt
         outs = [joints]
-        if len(self.vertex_keypoint_names):
+        if self.kp_template.shape[0]:
             eye = torch.eye(3, dtype=dtype, device=dev)
             pose_feat = (R[..., 1:, :, :] - eye).reshape(*batch, 486)
             v = self.kp_template + torch.einsum("kcb,...b->...kc", self.kp_shapedirs, betas)
-            v = v + (pose_feat @ self.kp_posedirs).reshape(*batch, -1, 3)
+            if kp_delta is not None:
+                v = v + kp_delta
+            corr = (pose_feat @ self.kp_posedirs).reshape(*batch, -1, 3)  # (..., Kv, 3)
+            v = v + (torch.cat([corr, corr.new_zeros(*batch, len(self.joint_landmarks), 3)], -2)
+                     if self.joint_landmarks else corr)  # fmt: skip
             # LBS: A_j x = G_R (x - J_j) + G_t
             At = Gt - (GR @ Jrest[..., None])[..., 0]  # (..., 55, 3)
             WR = torch.einsum("kj,...jab->...kab", self.kp_weights, GR)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from motionkit.common.errors import DataError
 
@@ -59,8 +60,6 @@ def _model(class_name: str, weights: Path | None, device: str, precision: str = 
     if precision == "auto":
         precision = "float16" if str(device).startswith("cuda") else "float32"
     if precision != "float32":
-        import torch
-
         model.inference(compile=False, dtype=getattr(torch, precision))
     return model
 

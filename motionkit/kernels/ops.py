@@ -24,12 +24,12 @@ def register_autograd() -> None:
     lib = torch.library
 
     def body_setup(ctx, inputs, output):
-        ctx.save_for_backward(*inputs[:2], *inputs[3:])
+        ctx.save_for_backward(*inputs[:3], *inputs[4:])  # all but the translation
 
     def body_backward(ctx, grad):
-        rot6d, betas, *model = ctx.saved_tensors
-        g6, gb, gt = torch.ops.motionkit.body_joints_backward(grad, rot6d, betas, *model)
-        return (g6, gb, gt) + (None,) * 7
+        rot6d, betas, kp_delta, *model = ctx.saved_tensors
+        g6, gb, gt, gd = torch.ops.motionkit.body_joints_backward(grad, rot6d, betas, kp_delta, *model)
+        return (g6, gb, gd, gt) + (None,) * 7
 
     lib.register_autograd("motionkit::body_joints", body_backward, setup_context=body_setup)
 
@@ -65,7 +65,8 @@ def register_autograd() -> None:
     _registered = True
 
 
-def body_joints(rot6d: torch.Tensor, betas: torch.Tensor, transl: torch.Tensor, model: dict) -> torch.Tensor:
+def body_joints(rot6d: torch.Tensor, betas: torch.Tensor, transl: torch.Tensor, model: dict,
+                kp_delta: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
     """Posed SMPL-X joints and landmarks.
 
     Args:
@@ -73,17 +74,23 @@ def body_joints(rot6d: torch.Tensor, betas: torch.Tensor, transl: torch.Tensor, 
             orientation first); the other joints keep identity local rotations.
         betas: ``(N, B)``, or ``(P, B)`` shared by ``N / P`` consecutive frames (one take's shape);
             transl: ``(N, 3)`` metres.
+        kp_delta: ``(rows of betas, K, 3)`` metres added to the landmarks' rest template (a take's own
+            landmark offsets), zero if not given.
         model: tensors ``J_template (J, 3)``, ``J_shapedirs (J, 3, B)``, ``kp_template (K, 3)``,
-            ``kp_shapedirs (K, 3, B)``, ``kp_posedirs (>= (R-1) 9, 3K)``, ``kp_weights (K, J)``,
+            ``kp_shapedirs (K, 3, B)``, ``kp_posedirs (>= (R-1) 9, 3 Kp)`` (the first ``Kp <= K`` landmarks
+            have pose correctives), ``kp_weights (K, J)``,
             ``parents (J,)`` int64 (``BodyModel.kernel_tensors()``).
 
     Returns:
         ``(N, J + K, 3)`` in the frame of the global orientation, plus ``transl``.
     """
     register_autograd()
+    if kp_delta is None:
+        kp_delta = betas.new_zeros(betas.shape[0], model["kp_template"].shape[0], 3)
     return torch.ops.motionkit.body_joints(
-        rot6d.contiguous(), betas.contiguous(), transl.contiguous(), model["J_template"], model["J_shapedirs"],
-        model["kp_template"], model["kp_shapedirs"], model["kp_posedirs"], model["kp_weights"], model["parents"],
+        rot6d.contiguous(), betas.contiguous(), kp_delta.contiguous(), transl.contiguous(), model["J_template"],
+        model["J_shapedirs"], model["kp_template"], model["kp_shapedirs"], model["kp_posedirs"], model["kp_weights"],
+        model["parents"],
     )  # fmt: skip
 
 

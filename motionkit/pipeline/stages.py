@@ -14,7 +14,15 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from motionkit.body.fitting import FACE_KEYPOINTS, BodyFitConfig, FitInputs, fit_take, use_fused_kernels
+from motionkit.body.fitting import (
+    FACE_KEYPOINTS,
+    BodyFitConfig,
+    FitInputs,
+    coco_rows,
+    fit_body_model,
+    fit_take,
+    use_fused_kernels,
+)
 from motionkit.body.model import BodyModel
 from motionkit.body.quality import quality_flags, valid_frames
 from motionkit.common.errors import DataError
@@ -309,7 +317,7 @@ def prepare_fit(ctx: StageContext) -> FitJob:
         raise DataError(take.take_dir, "no wearer found: no frame has the wearer selected in 2 or more views")
     device = resolve_device(ctx.config.device)
     bcfg = BodyFitConfig(device=str(device), kernels=ctx.config.kernels, iters=tuple(ctx.config.fit_iters))
-    body = BodyModel.load(ctx.config.body_model, vertex_keypoints=FACE_KEYPOINTS)
+    body = fit_body_model(ctx.config.body_model)
     return FitJob(build_fit_inputs(r, take.rig, ctx.config.fps), bcfg, body)
 
 
@@ -354,7 +362,7 @@ def stage_fit(ctx: StageContext) -> None:
         },
         body_model=json.dumps(body.identity),
     )
-    r.put("joints", {"coco17": J[:, SMPLX_TO_COCO17], "smplx": J[:, :55]})
+    r.put("joints", {"coco17": J[:, coco_rows(body)], "smplx": J[:, :55]})
     r.arrays["time_s"] = r["grid/time_s"]
     r.arrays["valid"] = valid
     r.put("flags", quality_flags(out.joints, valid, n_views, fps, r["aria/position"], FACE_KEYPOINTS, out.reproj_px))
@@ -362,7 +370,7 @@ def stage_fit(ctx: StageContext) -> None:
     r.put("reprojection", {"px": out.reproj_px, "per_view_px": per_view}, losses=json.dumps(out.losses))
     r.put(
         "fit",
-        {"obs_weight": out.obs_weight.astype(np.float32)},
+        {"obs_weight": out.obs_weight.astype(np.float32), "landmark_offset_m": _coco_landmark_offsets(body, out)},
         second_pass_px=bcfg.second_pass_px,
         second_pass_dropped=int(out.n_dropped),
     )
@@ -373,6 +381,17 @@ def stage_fit(ctx: StageContext) -> None:
         f"(median); second pass dropped {out.n_dropped} of {used} observations; "
         f"betas {np.round(out.betas[:3], 2).tolist()}..."
     )
+
+
+def _coco_landmark_offsets(body: BodyModel, out) -> np.ndarray:
+    """``(17, 3)`` the take's learned offset of each COCO limb keypoint from its joint centre, in the
+    joint's frame (metres); 0 for the face keypoints and where the body has no landmark."""
+    off = np.zeros((17, 3))
+    if out.kp_delta is not None:
+        for c in range(5, 17):
+            if int(SMPLX_TO_COCO17[c]) in body.joint_landmarks:
+                off[c] = out.kp_delta[body.joint_landmarks.index(int(SMPLX_TO_COCO17[c]))]
+    return off
 
 
 def stage_motion(ctx: StageContext) -> None:

@@ -72,6 +72,35 @@ def test_body_joints_gradcheck(body64):
     assert torch.autograd.gradcheck(lambda a, b, c: ops.body_joints(a, b, c, model), (r6, betas, transl))
 
 
+def test_landmark_offsets_match_the_torch_reference_and_sit_in_the_joint_frame():
+    """Joint landmarks moved by per-take ``kp_delta`` (rows shared by the frames of one take, as betas):
+    fused == torch forward and backward (kp_delta's gradient summed over a take's frames), gradcheck,
+    and a landmark posed with its joint is the joint centre plus the joint's world rotation times the
+    offset."""
+    body = BodyModel(dtype=F64, vertex_keypoints=("nose",), joint_landmarks=(1, 4, 18))  # hip, knee, elbow
+    K = 1 + 3
+    r6, betas, transl = _body_inputs(6, seed=5)
+    betas_p = betas.detach()[:2].clone().requires_grad_(True)  # 2 takes x 3 frames
+    gen = torch.Generator().manual_seed(6)
+    delta = (0.05 * torch.randn(2, K, 3, generator=gen, dtype=F64)).requires_grad_(True)
+    R = roma.special_gramschmidt(r6)
+    rows = torch.arange(6) // 3
+    ref, GR = body(betas_p[rows], R[:, 0], R[:, 1:], transl, kp_delta=delta[rows], return_transforms=True)
+    out = ops.body_joints(r6, betas_p, transl, body.kernel_tensors(), kp_delta=delta)
+    assert out.shape == ref.shape == (6, 55 + K, 3) and _rel(out, ref) < 1e-12
+    lm = ref[:, 56:] - ref[:, [1, 4, 18]]
+    want = torch.einsum("njab,njb->nja", GR[:, [1, 4, 18]], delta[rows][:, 1:])
+    assert _rel(lm, want) < 1e-12
+    g = torch.randn_like(ref)
+    g_ref = torch.autograd.grad((ref * g).sum(), (r6, betas_p, transl, delta))
+    g_out = torch.autograd.grad((out * g).sum(), (r6, betas_p, transl, delta))
+    for a, b in zip(g_out, g_ref, strict=True):
+        assert _rel(a, b) < 1e-10
+    model = body.kernel_tensors()
+    assert torch.autograd.gradcheck(lambda a, b, c, d: ops.body_joints(a, b, c, model, kp_delta=d),
+                                    (r6[:2], betas_p[:1], transl[:2], delta[:1]))  # fmt: skip
+
+
 def test_rot6d_to_rotvec_matches_roma_including_identity_and_near_half_turn():
     gen = torch.Generator().manual_seed(2)
     r6 = _rot6d(50, 1, gen, spread=1.5)[:, 0]
