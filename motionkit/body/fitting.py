@@ -20,6 +20,7 @@ from scipy.ndimage import gaussian_filter1d
 
 from motionkit.body.model import BodyModel
 from motionkit.conventions import (
+    COCO17_FLIP,
     SMPLX_JOINT_LIMITS,
     SMPLX_NUM_JOINTS,
     SMPLX_PARENTS,
@@ -76,6 +77,7 @@ class BodyFitConfig:
     sigma_3d_m: float = 0.1
     tri_smooth_s: float = 0.25  # Gaussian sigma (s) of the temporal smoothing of the triangulated joints
     second_pass_px: float = 30.0  # after stage C, drop observations farther than this from the fitted body
+    second_pass_sides: bool = True  # ... and those nearer their left/right counterpart's projection than their own
     second_pass_iters: int = 100  # ... and re-run stage C for this many iterations (0: no second pass)
     window: int = 600
     overlap: int = 40
@@ -522,6 +524,8 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
     kp, wt = T(kp), T(wt)
     fm = T(frame_ok)
     coco = torch.as_tensor(coco_np, device=dev)
+    flip = torch.as_tensor(COCO17_FLIP, device=dev)  # each keypoint's left/right counterpart (itself: nose)
+    has_side = flip != torch.arange(17, device=dev)
     torso = torch.as_tensor(TORSO_COCO17, device=dev)
     pidx = torch.arange(P, device=dev)[:, None]
     R_cw, t_cw = Tcw[..., :3, :3].contiguous(), Tcw[..., :3, 3].contiguous()
@@ -618,8 +622,12 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
     n_dropped = torch.zeros(P, dtype=torch.int64, device=dev)
     if cfg.second_pass_px and cfg.second_pass_iters:  # drop what disagrees with the fitted body, re-run C
         with torch.no_grad():
-            e = ((body_projection()[0] - kp) ** 2).sum(-1).sqrt()
+            uv = body_projection()[0]
+            e = ((uv - kp) ** 2).sum(-1).sqrt()
             drop = (wt > 0) & ~(e <= cfg.second_pass_px)
+            if cfg.second_pass_sides:  # a left/right label the fitted body contradicts (or cannot tell)
+                e_other = ((uv[..., flip, :] - kp) ** 2).sum(-1).sqrt()
+                drop |= (wt > 0) & has_side & (e_other < e)
             n_dropped = drop.sum((1, 2, 3))
             wt = torch.where(drop, torch.zeros_like(wt), wt)
         history["second_pass"] = run(2, stages[2][1], cfg.second_pass_iters)
