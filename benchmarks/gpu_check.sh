@@ -9,9 +9,10 @@ PY=${PY:-.venv/bin/python}
 if [ ! -x "$PY" ]; then  # a bare machine: its Python (with torch), motionkit from the tree, missing packages
   PY=python3          # from wheels carried in .whl/ (no registry can be reached there; see the README's GPU section)
   if ls .whl/*.whl >/dev/null 2>&1; then
-    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    SITE=$(mktemp -d)
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl \
       2>&1 | tail -2
-    export PYTHONPATH=/tmp/site
+    export PYTHONPATH="$SITE"
   fi
   export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 fi
