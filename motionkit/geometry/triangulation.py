@@ -462,6 +462,8 @@ def view_outliers(
     min_views: int = 3,
     min_joints: int = 4,
     head_joints: tuple[int, ...] = (0, 1, 2, 3, 4),
+    rig: CameraRig | None = None,
+    max_head_m: float = 0.15,
 ) -> np.ndarray:
     """``(F, V)`` bool: views whose person as a whole disagrees with the others (``VIEW_OUTLIER``), e.g.
     a bystander selected while the wearer is hidden in that view.
@@ -469,8 +471,10 @@ def view_outliers(
     A view is an outlier at a frame seen by at least ``min_views`` views when, of its at least
     ``min_joints`` observed joints, a share of ``min_share`` or more is rejected (not an inlier of a
     triangulated joint, or more than ``max_residual_px`` from the best point of the others), or when
-    the median residual of its ``head_joints`` exceeds ``max_residual_px``. With two views nothing
-    says which one is wrong: no outliers there.
+    the median residual of its ``head_joints`` exceeds ``max_residual_px`` or, given the ``rig``, the
+    pixels that ``max_head_m`` spans at the head's distance from that camera (a person 0.3 m from the
+    wearer is ~50 px away in a camera 10 m off, within any pixel threshold that near cameras need).
+    With two views nothing says which one is wrong: no outliers there.
     """
     res = tri.residual_px  # (F, V, J) NaN where the view has no observation
     has = np.isfinite(res)
@@ -482,8 +486,15 @@ def view_outliers(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # views without a head observation
         head_med = np.nanmedian(head, axis=-1)
+    limit = np.full(head_med.shape, max_residual_px)
+    if rig is not None:  # metres to pixels at the head (the fisheye's r ~ f theta near its centre)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            head_pt = np.nanmean(tri.points[:, list(head_joints)], axis=1)  # (F, 3)
+        dist = np.linalg.norm(head_pt[:, None] - rig.centers[None], axis=-1)  # (F, V)
+        limit = np.fmin(limit, max_head_m * rig.params[:, 0] / dist)
     enough = (has.any(-1).sum(-1) >= min_views)[:, None] & (n_obs >= min_joints)
-    return enough & ((share >= min_share) | (head_med > max_residual_px))
+    return enough & ((share >= min_share) | (head_med > limit))
 
 
 def huber_refine_points(X, px, w, rig: CameraRig, delta: float = 10.0, iters: int = 4) -> np.ndarray:

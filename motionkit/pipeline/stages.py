@@ -240,7 +240,7 @@ def stage_triangulate(ctx: StageContext) -> None:
     kept = np.array([prune is None or n in prune.kept for n in rig.names])
     conf = np.where(_observed(r)[..., None] & kept[None, :, None], r["association/confidence"], 0.0)
     tri = triangulate(r["association/keypoints"], conf, rig)
-    outlier = view_outliers(tri)  # (M, V) VIEW_OUTLIER: the whole view disagrees (a bystander, say)
+    outlier = view_outliers(tri, rig=rig)  # (M, V) VIEW_OUTLIER: the whole view disagrees (a bystander, say)
     if outlier.any():  # solve again without them: they may have been inliers at a few joints
         tri = triangulate(r["association/keypoints"], np.where(outlier[..., None], 0.0, conf), rig)
     r.put(

@@ -164,3 +164,23 @@ def test_a_view_of_someone_else_is_a_view_outlier(scene):
     assert not flagged[~wrong].any()
     two = view_outliers(triangulate(px[:, :2], conf[:, :2], CameraRig(rig.cameras[:2])))
     assert not two.any()
+
+
+def test_a_bystander_in_a_far_camera_is_caught_by_the_metric_head_rule(scene):
+    """Two cameras 4 m away and one 12 m away; in the far one a bystander 0.25 m beside the wearer:
+    ~35 px off there, under the 60-px rule, but 0.25 m is more than the 0.15 m the head rule allows."""
+    rng = np.random.default_rng(4)
+    _, X = scene[0]
+    X = X[:60] - np.nanmean(X[:60, 11:13], axis=(0, 1)) + np.array([0.0, 0.0, 1.0])  # around (0, 0, 1)
+    p = np.array([1700.0, 1700.0, 1920, 1080, 0.03, 0.05, -0.05, 0.02])
+    tgt = np.array([0.0, 0.0, 1.0])
+    rig = CameraRig([Camera(n, 3840, 2160, p, look_at(np.array(c, float), tgt))
+                     for n, c in (("near1", (4, 0, 1.5)), ("near2", (0, 4, 1.5)), ("far", (-12, 0, 1.5)))])  # fmt: skip
+    px = rig.project(X) + rng.normal(0, 2.0, (len(X), 3, 17, 2))
+    px[:, 2] = rig.project(X + np.array([0.0, 0.25, 0.0]))[:, 2]  # the bystander, in the far view only
+    offset = np.linalg.norm(px[:, 2] - rig.project(X)[:, 2], axis=-1)
+    assert 20 < np.median(offset) < 45
+    tri = triangulate(px, np.full(px.shape[:-1], 0.9), rig)
+    assert not view_outliers(tri).any()  # pixels alone cannot tell
+    flagged = view_outliers(tri, rig=rig)
+    assert flagged[:, 2].mean() > 0.9 and not flagged[:, :2].any()
