@@ -79,6 +79,7 @@ class BodyFitConfig:
     second_pass_px: float = 30.0  # after stage C, drop observations farther than this from the fitted body
     second_pass_sides: bool = True  # ... and those nearer their left/right counterpart's projection than their own
     second_pass_iters: int = 100  # ... and re-run stage C for this many iterations (0: no second pass)
+    second_pass_rounds: int = 2  # drop-and-refit rounds (the second finds what the first fit's errors hid)
     window: int = 600
     overlap: int = 40
     max_gap_s: float = 0.5
@@ -620,7 +621,8 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
         if n_it:
             history[f"stage_{'ABC'[stage]}"] = run(stage, vars_, n_it)
     n_dropped = torch.zeros(P, dtype=torch.int64, device=dev)
-    if cfg.second_pass_px and cfg.second_pass_iters:  # drop what disagrees with the fitted body, re-run C
+    for k in range(cfg.second_pass_rounds if cfg.second_pass_px and cfg.second_pass_iters else 0):
+        # drop what disagrees with the fitted body, re-run stage C
         with torch.no_grad():
             uv = body_projection()[0]
             e = ((uv - kp) ** 2).sum(-1).sqrt()
@@ -628,9 +630,9 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
             if cfg.second_pass_sides:  # a left/right label the fitted body contradicts (or cannot tell)
                 e_other = ((uv[..., flip, :] - kp) ** 2).sum(-1).sqrt()
                 drop |= (wt > 0) & has_side & (e_other < e)
-            n_dropped = drop.sum((1, 2, 3))
+            n_dropped = n_dropped + drop.sum((1, 2, 3))
             wt = torch.where(drop, torch.zeros_like(wt), wt)
-        history["second_pass"] = run(2, stages[2][1], cfg.second_pass_iters)
+        history["second_pass" + (f"_{k + 1}" if k else "")] = run(2, stages[2][1], cfg.second_pass_iters)
 
     with torch.no_grad():
         uv, J = body_projection()

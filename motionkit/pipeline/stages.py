@@ -325,7 +325,7 @@ def fit_progress_total(jobs: list[FitJob]) -> int:
     """Adam iterations ``fit_takes`` runs for these jobs (one batch, two with a long take)."""
     cfg = jobs[0].config
     calls = 2 if any(len(j.inputs.keypoints) > cfg.window for j in jobs) else 1
-    return (sum(cfg.iters) + cfg.second_pass_iters) * calls
+    return (sum(cfg.iters) + cfg.second_pass_iters * cfg.second_pass_rounds) * calls
 
 
 def stage_fit(ctx: StageContext) -> None:
