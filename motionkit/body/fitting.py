@@ -677,6 +677,16 @@ def coco_rows(body: BodyModel) -> np.ndarray:
     return rows
 
 
+def coco_landmark_offsets(body: BodyModel, kp_delta: np.ndarray | None) -> np.ndarray:
+    """``(17, 3)``: the learned offset (``FitOutput.kp_delta``, joint frames, metres) of each COCO
+    keypoint that is one of ``body``'s joint landmarks; 0 elsewhere (face, joint centres)."""
+    off = np.zeros((17, 3))
+    if kp_delta is not None:
+        rows = coco_rows(body) - SMPLX_NUM_JOINTS - len(body.vertex_keypoint_names)  # landmark index, or < 0
+        off[rows >= 0] = np.asarray(kp_delta)[rows[rows >= 0]]
+    return off
+
+
 def eye_midpoint(joints: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
     """Midpoint of the vertex eyes ``(M, 3)`` from a BodyModel output with those keypoints."""
     return 0.5 * (joints[:, 55 + names.index("left_eye")] + joints[:, 55 + names.index("right_eye")])

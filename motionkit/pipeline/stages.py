@@ -18,6 +18,7 @@ from motionkit.body.fitting import (
     FACE_KEYPOINTS,
     BodyFitConfig,
     FitInputs,
+    coco_landmark_offsets,
     coco_rows,
     fit_body_model,
     fit_take,
@@ -26,7 +27,7 @@ from motionkit.body.fitting import (
 from motionkit.body.model import BodyModel
 from motionkit.body.quality import quality_flags, valid_frames
 from motionkit.common.errors import DataError
-from motionkit.conventions import COCO17_LR_PAIRS, SMPLX_TO_COCO17, TAKE_FPS, fit_grid_frames, nearest_take_frames
+from motionkit.conventions import COCO17_LR_PAIRS, TAKE_FPS, fit_grid_frames, nearest_take_frames
 from motionkit.data.aria import DEFAULT_CPF_SOURCE
 from motionkit.data.egoexo4d import Take
 from motionkit.data.observations import write_observations
@@ -370,7 +371,10 @@ def stage_fit(ctx: StageContext) -> None:
     r.put("reprojection", {"px": out.reproj_px, "per_view_px": per_view}, losses=json.dumps(out.losses))
     r.put(
         "fit",
-        {"obs_weight": out.obs_weight.astype(np.float32), "landmark_offset_m": _coco_landmark_offsets(body, out)},
+        {
+            "obs_weight": out.obs_weight.astype(np.float32),
+            "landmark_offset_m": coco_landmark_offsets(body, out.kp_delta),
+        },
         second_pass_px=bcfg.second_pass_px,
         second_pass_dropped=int(out.n_dropped),
     )
@@ -381,17 +385,6 @@ def stage_fit(ctx: StageContext) -> None:
         f"(median); second pass dropped {out.n_dropped} of {used} observations; "
         f"betas {np.round(out.betas[:3], 2).tolist()}..."
     )
-
-
-def _coco_landmark_offsets(body: BodyModel, out) -> np.ndarray:
-    """``(17, 3)`` the take's learned offset of each COCO limb keypoint from its joint centre, in the
-    joint's frame (metres); 0 for the face keypoints and where the body has no landmark."""
-    off = np.zeros((17, 3))
-    if out.kp_delta is not None:
-        for c in range(5, 17):
-            if int(SMPLX_TO_COCO17[c]) in body.joint_landmarks:
-                off[c] = out.kp_delta[body.joint_landmarks.index(int(SMPLX_TO_COCO17[c]))]
-    return off
 
 
 def stage_motion(ctx: StageContext) -> None:
