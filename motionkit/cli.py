@@ -235,6 +235,11 @@ def fit_options(f):
         click.option("--fit-iters", default="100,200,150", show_default=True,
                      callback=lambda ctx, param, value: _iters(value),
                      help="Adam iterations of the three fitting stages (A: root, B: + pose, C: + shape)."),
+        click.option("--conf-power", default=3.0, show_default=True, type=click.FloatRange(min=0.0),
+                     help="Fit weight of a keypoint ~ confidence ** this (1: plain confidence weighting)."),
+        click.option("--size-power", default=1.0, show_default=True, type=click.FloatRange(min=0.0),
+                     help="Fit weight ~ (take's median box height / this view's box height) ** this, clipped "
+                          "to 1/4..4: pixels of a small far person count more (0: off)."),
     ]  # fmt: skip
     for opt in reversed(options):
         f = opt(f)
@@ -243,7 +248,7 @@ def fit_options(f):
 
 FIT_OPTION_NAMES = ("fps", "body_model", "timesync_offset", "device", "kernels", "detector", "detector_variant",
                     "detector_weights", "keypoint_weights", "fit_iters", "association",
-                    "downscaled_video")  # fmt: skip
+                    "downscaled_video", "conf_power", "size_power")  # fmt: skip
 
 
 def _fit_config(kw: dict):

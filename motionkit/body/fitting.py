@@ -78,6 +78,7 @@ class BodyFitConfig:
     tri_smooth_s: float = 0.25  # Gaussian sigma (s) of the temporal smoothing of the triangulated joints
     second_pass_px: float = 30.0  # after stage C, drop observations farther than this from the fitted body
     second_pass_sides: bool = True  # ... and those nearer their left/right counterpart's projection than their own
+    second_pass_pairs: bool = True  # ... and then their left/right partners as well
     second_pass_iters: int = 100  # ... and re-run stage C for this many iterations (0: no second pass)
     second_pass_rounds: int = 2  # drop-and-refit rounds (the second finds what the first fit's errors hid)
     window: int = 600
@@ -629,7 +630,10 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
             drop = (wt > 0) & ~(e <= cfg.second_pass_px)
             if cfg.second_pass_sides:  # a left/right label the fitted body contradicts (or cannot tell)
                 e_other = ((uv[..., flip, :] - kp) ** 2).sum(-1).sqrt()
-                drop |= (wt > 0) & has_side & (e_other < e)
+                contradicted = (wt > 0) & has_side & (e_other < e)
+                if cfg.second_pass_pairs:  # a swap moves both labels of a pair: its partner goes too
+                    contradicted |= (wt > 0) & contradicted[..., flip]
+                drop |= contradicted
             n_dropped = n_dropped + drop.sum((1, 2, 3))
             wt = torch.where(drop, torch.zeros_like(wt), wt)
         history["second_pass" + (f"_{k + 1}" if k else "")] = run(2, stages[2][1], cfg.second_pass_iters)

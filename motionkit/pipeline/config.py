@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from motionkit.conventions import DEFAULT_FIT_FPS
+from motionkit.pipeline.weights import ObservationWeighting
 
 ASSOCIATION_MODES = ("soma", "cylinder", "soma+cylinder")
 KERNEL_MODES = ("auto", "torch", "fused")
@@ -22,7 +23,9 @@ class PipelineConfig:
     ``device``: torch device of the fit (``auto``: CUDA when available); ``kernels``: ``auto`` |
     ``torch`` | ``fused`` (docs/kernels.md); ``detector``: ``auto`` | ``observations`` | ``annotation`` |
     ``rfdetr`` and the RF-DETR options; ``fit_iters``: Adam iterations of fitting stages A, B, C;
-    ``association``: the wearer rule (docs/pipeline.md, "associate").
+    ``association``: the wearer rule (docs/pipeline.md, "associate"); ``conf_power``, ``size_power``:
+    how keypoint confidence and the person's size in the image weight the fit's observations
+    (``ObservationWeighting``; docs/pipeline.md, "fit inputs").
     """
 
     fps: float = DEFAULT_FIT_FPS
@@ -38,12 +41,19 @@ class PipelineConfig:
     downscaled_video: bool = False
     fit_iters: tuple[int, int, int] = (100, 200, 150)
     association: str = "soma"  # soma | cylinder | soma+cylinder (the cylinder rule where SOMA finds nobody)
+    conf_power: float = ObservationWeighting.conf_power
+    size_power: float = ObservationWeighting.size_power
 
     def __post_init__(self) -> None:
         if self.association not in ASSOCIATION_MODES:
             raise ValueError(f"association must be one of {', '.join(ASSOCIATION_MODES)}; got {self.association!r}")
         if self.kernels not in KERNEL_MODES:
             raise ValueError(f"kernels must be one of {', '.join(KERNEL_MODES)}; got {self.kernels!r}")
+        self.observation_weighting  # noqa: B018 - checks the powers
+
+    @property
+    def observation_weighting(self) -> ObservationWeighting:
+        return ObservationWeighting(conf_power=self.conf_power, size_power=self.size_power)
 
     def to_dict(self) -> dict:
         return asdict(self)

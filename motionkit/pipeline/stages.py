@@ -45,6 +45,7 @@ from motionkit.geometry.triangulation import prune_far_cameras, triangulate, vie
 from motionkit.kernels import resolve_device
 from motionkit.motion.derive import FEATURE_FPS, derive_motion
 from motionkit.pipeline.config import PipelineConfig
+from motionkit.pipeline.weights import ObservationWeighting, observation_weights
 
 
 @dataclass
@@ -280,13 +281,15 @@ def _observed(r: TakeResult) -> np.ndarray:
 MAX_VIEW_RESIDUAL_PX = 60.0
 
 
-def build_fit_inputs(r: TakeResult, rig, fps: float):
+def build_fit_inputs(r: TakeResult, rig, fps: float, weighting: ObservationWeighting | None = None):
     """``FitInputs`` from a result holding the association and triangulation stages: selected keypoints
-    weighted by confidence x association confidence. No weight for pruned cameras, for the views that
-    triangulation rejected at joints it triangulated, and, at joints it could not triangulate, for
-    the views more than ``MAX_VIEW_RESIDUAL_PX`` from the best point of the others."""
+    weighted by ``observation_weights`` (confidence, association confidence, the person's size). No
+    weight for pruned cameras, for the views that triangulation rejected at joints it triangulated, and,
+    at joints it could not triangulate, for the views more than ``MAX_VIEW_RESIDUAL_PX`` from the best
+    point of the others."""
     sel = selected_views(r)
-    w = r["association/confidence"] * r["association/assoc_conf"][..., None] * sel[..., None]
+    w = observation_weights(r["association/confidence"], r["association/assoc_conf"], r["association/box"], sel,
+                            weighting)  # fmt: skip
     tri_ok = (r["triangulation/status"] == 0)[:, None, :]
     rejected = tri_ok & ~r["triangulation/inlier"].astype(bool)
     with np.errstate(invalid="ignore"):
@@ -319,7 +322,8 @@ def prepare_fit(ctx: StageContext) -> FitJob:
     device = resolve_device(ctx.config.device)
     bcfg = BodyFitConfig(device=str(device), kernels=ctx.config.kernels, iters=tuple(ctx.config.fit_iters))
     body = fit_body_model(ctx.config.body_model)
-    return FitJob(build_fit_inputs(r, take.rig, ctx.config.fps), bcfg, body)
+    inputs = build_fit_inputs(r, take.rig, ctx.config.fps, ctx.config.observation_weighting)
+    return FitJob(inputs, bcfg, body)
 
 
 def fit_progress_total(jobs: list[FitJob]) -> int:

@@ -97,11 +97,11 @@ def test_fit_accuracy_coverage_and_smoothness(default_root, fitted):
         cams = json.loads(r.group_attrs["cameras"]["names"])
         seen2 = vis[:, [names.index(c) for c in cams]].sum(1) >= 2
         pred = r["joints/coco17"]
-        # realistic preset: the truth is the subject's surface landmarks, which the fitted joint centres
-        # cannot reach (hip landmarks sit ~6 cm from the joint); measured 27.1 / 27.8 mm PA-MPJPE,
-        # 34.8 / 33.3 mm MPJPE
-        assert np.nanmean(pa_mpjpe(pred, gt)) <= 33.0
-        assert np.nanmean(mpjpe(pred, gt)) <= 42.0
+        # realistic preset: the truth is the subject's surface landmarks (another body model than the
+        # fitter's; the fit learns the take's landmark offsets); measured 22.4 / 22.3 mm PA-MPJPE,
+        # 25.3 / 25.9 mm MPJPE (10-s takes)
+        assert np.nanmean(pa_mpjpe(pred, gt)) <= 25.0
+        assert np.nanmean(mpjpe(pred, gt)) <= 29.0
         assert r["valid"][seen2].mean() >= 0.98
         tri = r["triangulation/points"]
         tri_ok = np.isfinite(tri).all((-1, -2))
@@ -130,7 +130,7 @@ def test_fit_accuracy_coverage_and_smoothness(default_root, fitted):
         off = r["fit/landmark_offset_m"]
         assert (off[:5] == 0).all() and np.abs(off).max() < 0.04
         assert off[[11, 12], 1].mean() > 0.006 and (off[[13, 14], 2] > 0.008).all(), off
-        assert r["eval/pa_mpjpe_mm"] <= 35.0  # uncorrected, against noisy annotation3D; measured 28.3 / 29.4
+        assert r["eval/pa_mpjpe_mm"] <= 27.5  # uncorrected, against noisy annotation3D; measured 24.7 / 24.9
         assert r.body_model["synthetic"] is True
         for p in oc.plots:
             assert p.endswith(".png")
@@ -146,11 +146,11 @@ def test_observation_weights_follow_the_truth(default_root, fitted):
         assert (w[r["association/det_index"] < 0] == 0).all()
         assert r.group_attrs["fit"]["second_pass_dropped"] > 0
         d = take_difficulty(default_root, r.attrs["take_uid"], out)
-        # measured far 3.5 % / 1.3 %, near 94.7 % / 94.9 % (the side check of the second pass drops some
-        # right ones where left and right are close together), swaps handled 73 % / 85 %
-        assert d["far_obs_keeping_weight"] <= 0.045
-        assert d["near_obs_keeping_weight"] >= 0.93
-        assert d["swapped_camera_frames_handled"] >= 0.7
+        # measured far 1.6 % / 1.1 %, near 91.2 % / 92.1 % (the side check of the second pass and its pair
+        # rule drop some right ones where left and right are close together), swaps handled 84 % / 97 %
+        assert d["far_obs_keeping_weight"] <= 0.025
+        assert d["near_obs_keeping_weight"] >= 0.90
+        assert d["swapped_camera_frames_handled"] >= 0.8
 
 
 def test_rerun_reuses_every_stage(default_root, fitted):
@@ -340,7 +340,8 @@ def test_fit_takes_batches_long_and_short_takes_like_fitting_each_alone(fitted):
 
 def test_second_pass_drops_left_right_labels_the_fitted_body_contradicts(fitted):
     """Eyes swapped in one view for 30 frames: each swapped eye is within 30 px of its own projection
-    (the eyes are close together), so only the side check of the second pass removes them."""
+    (the eyes are close together), so only the side check of the second pass removes them, and its
+    pair rule (``second_pass_pairs``) the partners it left."""
     from motionkit.body.fitting import BodyFitConfig, FitInputs, fit_body_model, fit_sequence
 
     _, outcomes = fitted
@@ -359,11 +360,16 @@ def test_second_pass_drops_left_right_labels_the_fitted_body_contradicts(fitted)
                     np.linalg.inv(r["cameras/T_world_cam"]))  # fmt: skip
     body = fit_body_model()
     got, other = {}, {}
-    for sides in (False, True):
-        out = fit_sequence(body, inp, BodyFitConfig(iters=(40, 80, 40), second_pass_iters=40, second_pass_sides=sides))
-        got[sides] = out.obs_weight[frames, v][:, eyes]
-        other[sides] = (np.delete(out.obs_weight[:, :, eyes], v, axis=1) > 0).mean()
-    assert (got[False] > 0).mean() > 0.8  # the 30-px rule alone keeps most of them (measured 95 %)
-    assert (got[True] > 0).mean() < 0.2, (got[True] > 0).mean()  # measured 8 %
+    for sides, pairs in ((False, False), (True, False), (True, True)):
+        cfg = BodyFitConfig(iters=(40, 80, 40), second_pass_iters=40, second_pass_sides=sides, second_pass_pairs=pairs)
+        out = fit_sequence(body, inp, cfg)
+        got[sides, pairs] = out.obs_weight[frames, v][:, eyes] > 0
+        other[sides, pairs] = (np.delete(out.obs_weight[:, :, eyes], v, axis=1) > 0).mean()
+    assert got[False, False].mean() > 0.8  # the 30-px rule alone keeps most of them (measured 95 %)
+    assert got[True, False].mean() < 0.2, got[True, False].mean()  # measured 8 %
     # the price: eyes only ~15 px apart are ambiguous, and some right ones go too (measured 70 -> 60 %)
-    assert other[True] > 0.8 * other[False], other
+    assert other[True, False] > 0.8 * other[False, False], other
+    # a swap moves both labels: dropping the partner of a contradicted label too leaves fewer swapped
+    # camera-frames with a kept eye (measured 13 -> 3 %), at a price in the other views (58 -> 48 %)
+    assert got[True, True].any(-1).mean() < min(0.08, got[True, False].any(-1).mean()), got
+    assert other[True, True] > 0.75 * other[True, False], other

@@ -1,0 +1,110 @@
+"""Where the fit's error comes from on a synthetic dataset, and the floor that annotation noise puts
+under the headline figure.
+
+For each take of a dataset fitted with ``motionkit batch``, the fit is run again on the same inputs,
+then on inputs with one source of error taken away at a time (from the dataset's ``gt/``):
+- ``production``: the pipeline's inputs, as fitted;
+- ``true cameras``: the rendering cameras instead of ``gopro_calibs.csv``;
+- ``clean obs``: only the observations the generator did not make outliers, swaps or guesses;
+- ``noise-free 2D``: the true landmarks projected through the true cameras, every view that sees them
+  (what is left is the body-model mismatch and the fit itself).
+Each row is the fit's PA-MPJPE against the true landmarks (mm, mean over the takes). Then the
+annotation floor: PA-MPJPE of ``annotation3D`` against the true landmarks at its frames, what a perfect
+fit would score in ``motionkit eval``, and what a fit with independent errors of a given size scores
+against the annotations (simulated on the same frames).
+
+Usage: ``python benchmarks/error_budget.py ROOT FITS [--takes N]`` (MOTIONKIT_HOME as for the batch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import warnings
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from motionkit.body.fitting import BodyFitConfig, coco_rows, fit_body_model, fit_take
+from motionkit.data.egoexo4d import EgoExoDataset
+from motionkit.data.store import read_result
+from motionkit.eval.metrics import pa_mpjpe
+from motionkit.geometry.fisheye import kb3_project_np
+from motionkit.pipeline.config import PipelineConfig
+from motionkit.pipeline.stages import build_fit_inputs
+from motionkit.synthetic.scene import OBS_CLEAN, OBS_MISSED, OBS_OCCLUDED
+
+VARIANTS = ("production", "true cameras", "clean obs", "true cameras + clean obs", "noise-free 2D")
+
+
+def variant_inputs(name: str, inp, gt: h5py.File, frames: np.ndarray, truth: np.ndarray):
+    """The fit inputs of variant ``name`` (modified in place)."""
+    kind = gt["wearer/obs_kind"][()][frames]
+    if "true cameras" in name or name == "noise-free 2D":
+        inp.T_cam_world = np.linalg.inv(gt["cameras/T_world_cam"][()])
+        inp.params = gt["cameras/params"][()]
+    if "clean obs" in name:
+        inp.weights = np.where((kind == OBS_CLEAN) | (kind == OBS_OCCLUDED), inp.weights, 0.0)
+    if name == "noise-free 2D":
+        R, t = inp.T_cam_world[:, :3, :3], inp.T_cam_world[:, :3, 3]
+        for v in range(len(inp.params)):
+            inp.keypoints[:, v] = kb3_project_np(truth @ R[v].T + t[v], inp.params[v])
+        inp.weights = np.where(kind == OBS_MISSED, 0.0, 1.0)
+        inp.tri = truth.copy()
+    return inp
+
+
+def annotation_floor(take, gt: h5py.File, rng: np.random.Generator, fit_errors_mm=(0, 10, 15, 20)) -> dict:
+    """PA-MPJPE (mm) against ``annotation3D`` of the truth plus independent errors of each size (rms, 3D)."""
+    ann = take.body_annotation()
+    if ann is None or not len(ann.frames):
+        return {}
+    truth = gt["wearer/coco17_world"][()][ann.frames]
+    out = {}
+    for e in fit_errors_mm:
+        pred = truth + rng.normal(0.0, e / 1000 / np.sqrt(3), truth.shape)
+        out[e] = float(np.nanmean(pa_mpjpe(pred, ann.joints3d)))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("root", type=Path)
+    ap.add_argument("fits", type=Path)
+    ap.add_argument("--takes", type=int, default=None, help="the first N takes only")
+    args = ap.parse_args()
+    warnings.filterwarnings("ignore", message=".*quality != 1.*")
+    ds = EgoExoDataset(args.root)
+    body = fit_body_model(None)
+    rows = coco_rows(body)
+    weighting = PipelineConfig().observation_weighting
+    rng = np.random.default_rng(0)
+    fit_mm = {v: [] for v in VARIANTS}
+    floors = []
+    infos = [t for t in ds.takes() if (args.fits / f"{t.take_uid}.h5").is_file()][: args.takes]
+    for info in infos:
+        res = read_result(args.fits / f"{info.take_uid}.h5")
+        take = ds.take(info.take_uid)
+        frames = res["grid/frame_index"]
+        with h5py.File(args.root / "gt" / f"{info.take_uid}.h5", "r") as gt:
+            truth = gt["wearer/coco17_world"][()][frames]
+            for name in VARIANTS:
+                inp = variant_inputs(name, build_fit_inputs(res, take.rig, res.fps, weighting), gt, frames, truth)
+                out = fit_take(body, inp, BodyFitConfig())
+                fit_mm[name].append(float(np.nanmean(pa_mpjpe(out.joints[:, rows], truth))))
+            floors.append(annotation_floor(take, gt, rng))
+        print(f"{info.take_uid[:8]}  " + "  ".join(f"{v}: {fit_mm[v][-1]:.1f}" for v in VARIANTS), flush=True)
+    print(f"\n{args.root} ({len(infos)} takes; {platform.machine()}, {platform.node()})")
+    print("fit PA-MPJPE against the true landmarks (mm, mean over takes)")
+    for v in VARIANTS:
+        print(f"  {v:<26} {np.mean(fit_mm[v]):5.1f}")
+    floors = [f for f in floors if f]
+    if floors:
+        print("PA-MPJPE against annotation3D of the truth + independent 3D errors (rms), mean over takes")
+        for e in floors[0]:
+            print(f"  fit error {e:>2} mm rms   {np.mean([f[e] for f in floors]):5.1f}")
+
+
+if __name__ == "__main__":
+    main()
