@@ -25,7 +25,7 @@ class PipelineConfig:
     ``rfdetr`` and the RF-DETR options; ``fit_iters``: Adam iterations of fitting stages A, B, C;
     ``association``: the wearer rule (docs/pipeline.md, "associate"); ``conf_power``, ``size_power``:
     how keypoint confidence and the person's size in the image weight the fit's observations
-    (``ObservationWeighting``; docs/pipeline.md, "fit inputs").
+    (``ObservationWeighting``; docs/pipeline.md, "fit").
     """
 
     fps: float = DEFAULT_FIT_FPS
@@ -49,7 +49,7 @@ class PipelineConfig:
             raise ValueError(f"association must be one of {', '.join(ASSOCIATION_MODES)}; got {self.association!r}")
         if self.kernels not in KERNEL_MODES:
             raise ValueError(f"kernels must be one of {', '.join(KERNEL_MODES)}; got {self.kernels!r}")
-        self.observation_weighting  # noqa: B018 - checks the powers
+        _ = self.observation_weighting  # refuses negative powers
 
     @property
     def observation_weighting(self) -> ObservationWeighting:

@@ -1,4 +1,4 @@
-"""Fit weights of the wearer's 2D observations (docs/pipeline.md, "fit inputs").
+"""Fit weights of the wearer's 2D observations (docs/pipeline.md, "fit").
 
 A detector's keypoint error is not the same for every observation: it grows with the person's size in
 the image (top-down models see every person at the same crop resolution, so one crop pixel covers more
