@@ -23,14 +23,14 @@ import platform
 import warnings
 from pathlib import Path
 
-import h5py
 import numpy as np
 
 from motionkit.body.fitting import BodyFitConfig, coco_rows, fit_body_model, fit_take
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.store import read_result
+from motionkit.eval.difficulty import gt_views, read_gt, true_rig
 from motionkit.eval.metrics import pa_mpjpe
-from motionkit.geometry.fisheye import kb3_project_np
+from motionkit.geometry.camera import CameraRig
 from motionkit.pipeline.config import PipelineConfig
 from motionkit.pipeline.stages import build_fit_inputs
 from motionkit.synthetic.scene import OBS_CLEAN, OBS_MISSED, OBS_OCCLUDED
@@ -38,29 +38,29 @@ from motionkit.synthetic.scene import OBS_CLEAN, OBS_MISSED, OBS_OCCLUDED
 VARIANTS = ("production", "true cameras", "clean obs", "true cameras + clean obs", "noise-free 2D")
 
 
-def variant_inputs(name: str, inp, gt: h5py.File, frames: np.ndarray, truth: np.ndarray):
-    """The fit inputs of variant ``name`` (modified in place)."""
-    kind = gt["wearer/obs_kind"][()][frames]
+def variant_inputs(name: str, inp, gt: dict, true: CameraRig, views: list[int], frames: np.ndarray):
+    """The fit inputs of variant ``name`` (modified in place); ``gt`` from ``read_gt``, ``true`` and
+    ``views`` the true cameras and gt camera indices in the order of the take's calibration."""
+    kind = gt["obs_kind"][frames][:, views]
+    truth = gt["landmarks"][frames]
     if "true cameras" in name or name == "noise-free 2D":
-        inp.T_cam_world = np.linalg.inv(gt["cameras/T_world_cam"][()])
-        inp.params = gt["cameras/params"][()]
+        inp.T_cam_world, inp.params = true.T_cam_world, true.params
     if "clean obs" in name:
         inp.weights = np.where((kind == OBS_CLEAN) | (kind == OBS_OCCLUDED), inp.weights, 0.0)
     if name == "noise-free 2D":
-        R, t = inp.T_cam_world[:, :3, :3], inp.T_cam_world[:, :3, 3]
-        for v in range(len(inp.params)):
-            inp.keypoints[:, v] = kb3_project_np(truth @ R[v].T + t[v], inp.params[v])
+        inp.keypoints = true.project(truth)
         inp.weights = np.where(kind == OBS_MISSED, 0.0, 1.0)
         inp.tri = truth.copy()
     return inp
 
 
-def annotation_floor(take, gt: h5py.File, rng: np.random.Generator, fit_errors_mm=(0, 10, 15, 20)) -> dict:
-    """PA-MPJPE (mm) against ``annotation3D`` of the truth plus independent errors of each size (rms, 3D)."""
+def annotation_floor(take, truth: np.ndarray, rng: np.random.Generator, fit_errors_mm=(0, 10, 15, 20)) -> dict:
+    """PA-MPJPE (mm) against ``annotation3D`` of the true landmarks ``truth (F, 17, 3)`` (30 fps) plus
+    independent errors of each size (rms, 3D)."""
     ann = take.body_annotation()
     if ann is None or not len(ann.frames):
         return {}
-    truth = gt["wearer/coco17_world"][()][ann.frames]
+    truth = truth[ann.frames]
     out = {}
     for e in fit_errors_mm:
         pred = truth + rng.normal(0.0, e / 1000 / np.sqrt(3), truth.shape)
@@ -87,13 +87,14 @@ def main() -> None:
         res = read_result(args.fits / f"{info.take_uid}.h5")
         take = ds.take(info.take_uid)
         frames = res["grid/frame_index"]
-        with h5py.File(args.root / "gt" / f"{info.take_uid}.h5", "r") as gt:
-            truth = gt["wearer/coco17_world"][()][frames]
-            for name in VARIANTS:
-                inp = variant_inputs(name, build_fit_inputs(res, take.rig, res.fps, weighting), gt, frames, truth)
-                out = fit_take(body, inp, BodyFitConfig())
-                fit_mm[name].append(float(np.nanmean(pa_mpjpe(out.joints[:, rows], truth))))
-            floors.append(annotation_floor(take, gt, rng))
+        gt = read_gt(args.root, info.take_uid)
+        true, views = true_rig(gt, take.rig), gt_views(gt, take.rig)
+        truth = gt["landmarks"][frames]
+        for name in VARIANTS:
+            inp = variant_inputs(name, build_fit_inputs(res, take.rig, res.fps, weighting), gt, true, views, frames)
+            out = fit_take(body, inp, BodyFitConfig())
+            fit_mm[name].append(float(np.nanmean(pa_mpjpe(out.joints[:, rows], truth))))
+        floors.append(annotation_floor(take, gt["landmarks"], rng))
         print(f"{info.take_uid[:8]}  " + "  ".join(f"{v}: {fit_mm[v][-1]:.1f}" for v in VARIANTS), flush=True)
     print(f"\n{args.root} ({len(infos)} takes; {platform.machine()}, {platform.node()})")
     print("fit PA-MPJPE against the true landmarks (mm, mean over takes)")

@@ -627,12 +627,13 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
         with torch.no_grad():
             uv = body_projection()[0]
             e = ((uv - kp) ** 2).sum(-1).sqrt()
-            drop = (wt > 0) & ~(e <= cfg.second_pass_px)
+            used = wt > 0
+            drop = used & ~(e <= cfg.second_pass_px)
             if cfg.second_pass_sides:  # a left/right label the fitted body contradicts (or cannot tell)
                 e_other = ((uv[..., flip, :] - kp) ** 2).sum(-1).sqrt()
-                contradicted = (wt > 0) & has_side & (e_other < e)
+                contradicted = used & has_side & (e_other < e)
                 if cfg.second_pass_pairs:  # a swap moves both labels of a pair: its partner goes too
-                    contradicted |= (wt > 0) & contradicted[..., flip]
+                    contradicted |= used & contradicted[..., flip]
                 drop |= contradicted
             n_dropped = n_dropped + drop.sum((1, 2, 3))
             wt = torch.where(drop, torch.zeros_like(wt), wt)

@@ -40,8 +40,10 @@ def lag1_autocorrelation(err: np.ndarray) -> float:
     return float((a * b).sum() / np.sqrt((a * a).sum() * (b * b).sum()))
 
 
-def _gt(root: Path, uid: str) -> dict:
-    p = root / "gt" / f"{uid}.h5"
+def read_gt(root: str | Path, uid: str) -> dict:
+    """What ``gt/<uid>.h5`` of a synthetic dataset holds that the difficulty figures use (camera names,
+    preset, landmarks, joints, observation kinds, true cameras, person ids), camera axes in gt order."""
+    p = Path(root) / "gt" / f"{uid}.h5"
     if not p.is_file():
         raise DataError(p, "no ground truth: not a synthetic dataset written by motionkit synth")
     with h5py.File(p) as f:
@@ -58,14 +60,27 @@ def _gt(root: Path, uid: str) -> dict:
     return g
 
 
+def gt_views(gt: dict, rig: CameraRig) -> list[int]:
+    """Index into the gt's camera axis of each camera of ``rig`` (a calibration may skip gt cameras)."""
+    return [gt["names"].index(n) for n in rig.names]
+
+
+def true_rig(gt: dict, rig: CameraRig) -> CameraRig | None:
+    """The cameras that rendered the take, in the order of ``rig`` (its calibration); None without them."""
+    if gt["true_T"] is None:
+        return None
+    return CameraRig([Camera(n, c.width, c.height, gt["true_params"][v], gt["true_T"][v])
+                      for n, c, v in zip(rig.names, rig, gt_views(gt, rig), strict=True)])  # fmt: skip
+
+
 def take_difficulty(root: str | Path, take_uid: str, fits: str | Path | None = None) -> dict:
     """Difficulty figures of one synthetic take (see the module docstring); with ``fits``, also the
     PA-MPJPE of raw triangulation and of the fit against the true landmarks at the fit grid (mm)."""
     root = Path(root)
     take = EgoExoDataset(root).take(take_uid)
-    gt = _gt(root, take_uid)
+    gt = read_gt(root, take_uid)
     rig = take.rig  # the dataset's calibration
-    vids = [gt["names"].index(n) for n in rig.names]
+    vids = gt_views(gt, rig)
     lm = gt["landmarks"]  # (F, 17, 3)
     proj = calib_proj = rig.project(lm)  # (F, V, 17, 2) through the calibration
     obs = read_observations(root / "observations" / f"{take_uid}.h5")
@@ -108,10 +123,8 @@ def take_difficulty(root: str | Path, take_uid: str, fits: str | Path | None = N
 
     out["landmark_offset_hips_m"] = landmark_offset(HIP_COCO)
     out["landmark_offset_shoulders_m"] = landmark_offset(SHOULDER_COCO)
-    true = None
-    if gt["true_T"] is not None:
-        true = CameraRig([Camera(n, c.width, c.height, gt["true_params"][v], gt["true_T"][v])
-                          for n, c, v in zip(rig.names, rig, vids, strict=True)])  # fmt: skip
+    true = true_rig(gt, rig)
+    if true is not None:
         out["calibration_reprojection_px"] = float(np.nanmedian(np.linalg.norm(true.project(lm) - calib_proj, axis=-1)))
     if res is not None:
         frames = res["grid/frame_index"]

@@ -41,7 +41,8 @@ class ObservationWeighting:
 def size_factor(box: np.ndarray, weighting: ObservationWeighting) -> np.ndarray:
     """``(M, V)`` weight factor of the person's size: ``box (M, V, 4)`` = x0, y0, x1, y1 in raw pixels
     (NaN where no person). Views without a usable box get 1, as does everything when ``size_power`` is 0."""
-    h = np.asarray(box, dtype=np.float64)[..., 3] - np.asarray(box, dtype=np.float64)[..., 1]
+    box = np.asarray(box, dtype=np.float64)
+    h = box[..., 3] - box[..., 1]
     usable = np.isfinite(h) & (h > 0)
     if weighting.size_power == 0 or not usable.any():
         return np.ones(h.shape)
