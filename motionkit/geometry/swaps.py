@@ -6,6 +6,12 @@ a few frames. Per frame, view and left/right pair: triangulate the pair from the
 project it into this view, and compare this view's summed error with the labels as given (``e_o``)
 and swapped (``e_s``). The pair is swapped when ``e_o > min_error_px`` and ``e_s < ratio * e_o``;
 when most of the testable pairs of a view swap, the whole body is flipped.
+
+Where the other views cannot test a pair (it is seen in one or two views only), its labels are
+followed in time instead (``temporal_lr_swaps``): between consecutive frames of one view, the pair's
+two labels move little when the labelling is the same and jump by the pair's separation when it
+changed. A short run of frames bounded by such jumps, within a stretch of frames that all link, has
+the labelling of the shorter side and is swapped back.
 """
 
 from __future__ import annotations
@@ -24,6 +30,10 @@ class SwapConfig:
     min_error_px: float = 35.0  # below this, the labels as given fit well enough
     ratio: float = 0.5  # swapped labels must halve the error
     whole_body: bool = True  # flip every pair of a view when most testable pairs swap
+    temporal: bool = True  # then follow each pair's labels in time (``temporal_lr_swaps``)
+    temporal_ratio: float = 0.5  # a labelling change: the crossed motion below this share of the straight one
+    temporal_jump: float = 0.25  # frames link when the pair moves less than this share of the box height
+    temporal_max_s: float = 0.4  # only runs this short (seconds) are swapped back
 
 
 def leave_one_out_projections(pixels: np.ndarray, conf: np.ndarray, rig: CameraRig) -> np.ndarray:
@@ -63,6 +73,89 @@ def detect_lr_swaps(pixels: np.ndarray, conf: np.ndarray, rig: CameraRig, cfg: S
         body = (swap.sum(-1) * 2 > n_test) & (n_test >= 3)
         swap = np.where(body[..., None], testable, swap)
     return swap
+
+
+def temporal_lr_swaps(
+    pixels: np.ndarray,
+    box_height: np.ndarray,
+    linked: np.ndarray,
+    max_frames: int,
+    cfg: SwapConfig | None = None,
+    keep: np.ndarray | None = None,
+) -> np.ndarray:
+    """``(F, V, P)`` bool: the short runs of frames whose left/right labels changed twice in time.
+
+    Args:
+        pixels: ``(F, V, 17, 2)`` COCO-17 raw pixels, NaN where missing (already corrected by
+            ``detect_lr_swaps``).
+        box_height: ``(F, V)`` pixels, the height of the box the keypoints belong to (NaN: none).
+        linked: ``(F - 1,)`` bool, whether frames ``f`` and ``f + 1`` are consecutive samples.
+        max_frames: the longest run that is swapped back.
+        keep: ``(F, V, P)`` bool, frames whose labelling stays as it is (``detect_lr_swaps``'s verdicts):
+            a run that holds one is left alone.
+
+    Per view and pair, consecutive frames link when both labels are present in both and the pair
+    moves less than ``temporal_jump`` box heights (either way of labelling it); a link is a change of
+    labelling when the crossed motion ``|a_t - b_{t-1}| + |b_t - a_{t-1}|`` is below
+    ``temporal_ratio`` times the straight one. Within a chain of linked frames, runs between changes
+    alternate in labelling; the parity that covers fewer frames is the wrong one, and its runs that
+    are bounded by changes on both sides and at most ``max_frames`` long are returned.
+    """
+    cfg = cfg or SwapConfig()
+    F, V = pixels.shape[:2]
+    a = np.array([p[0] for p in COCO17_LR_PAIRS])
+    b = np.array([p[1] for p in COCO17_LR_PAIRS])
+    pa, pb = pixels[:, :, a], pixels[:, :, b]  # (F, V, P, 2)
+    both = np.isfinite(pa).all(-1) & np.isfinite(pb).all(-1)
+    straight = np.linalg.norm(pa[1:] - pa[:-1], axis=-1) + np.linalg.norm(pb[1:] - pb[:-1], axis=-1)
+    crossed = np.linalg.norm(pa[1:] - pb[:-1], axis=-1) + np.linalg.norm(pb[1:] - pa[:-1], axis=-1)
+    height = np.fmin(box_height[1:], box_height[:-1])[..., None]
+    with np.errstate(invalid="ignore"):
+        link = both[1:] & both[:-1] & linked[:, None, None] & (np.fmin(straight, crossed) < cfg.temporal_jump * height)
+        change = link & (crossed < cfg.temporal_ratio * straight)
+    # one column per (view, pair), laid end to end: ids of chains and runs are global
+    P = pa.shape[2]
+    col = lambda x: np.moveaxis(x, 0, -1).reshape(V * P, -1)  # noqa: E731 - (F, V, P) -> (V*P, F)
+    link_f = np.concatenate([np.zeros((V * P, 1), bool), col(link)], 1)  # link_f[:, f]: f-1 -> f
+    change_f = np.concatenate([np.zeros((V * P, 1), bool), col(change)], 1)
+    chain_start = ~link_f.ravel()
+    run_start = chain_start | change_f.ravel()
+    chain = np.cumsum(chain_start) - 1
+    run = np.cumsum(run_start) - 1
+    n_changes = np.cumsum(change_f.ravel())
+    parity = (n_changes - n_changes[chain_start][chain]) % 2
+    per_chain = np.stack([np.bincount(chain, parity == k, chain[-1] + 1) for k in (0, 1)], 1)
+    wrong = np.where(per_chain[:, 0] > per_chain[:, 1], 1, np.where(per_chain[:, 1] > per_chain[:, 0], 0, -1))
+    chain_end = np.append(chain_start[1:], True)
+    n_runs = run[-1] + 1
+    held = np.bincount(run, col(keep).ravel(), n_runs) > 0 if keep is not None else np.zeros(n_runs, bool)
+    inner = (np.bincount(run, chain_start, n_runs) == 0) & (np.bincount(run, chain_end, n_runs) == 0)
+    short = np.bincount(run, minlength=n_runs) <= max_frames
+    out = (parity == wrong[chain]) & (inner & short & ~held)[run]
+    return np.moveaxis(out.reshape(V, P, F), -1, 0)
+
+
+def find_lr_swaps(
+    pixels: np.ndarray,
+    conf: np.ndarray,
+    rig: CameraRig,
+    box_height: np.ndarray,
+    time_s: np.ndarray,
+    cfg: SwapConfig | None = None,
+) -> np.ndarray:
+    """``(F, V, P)`` bool: the left/right pairs to swap, by ``detect_lr_swaps`` across views and then,
+    where ``cfg.temporal``, by ``temporal_lr_swaps`` in time (``time_s (F,)`` seconds of the frames,
+    ``box_height (F, V)`` pixels; the other arguments as for ``detect_lr_swaps``)."""
+    cfg = cfg or SwapConfig()
+    swap = detect_lr_swaps(pixels, conf, rig, cfg)
+    if not cfg.temporal or len(time_s) < 3:
+        return swap
+    dt = np.diff(time_s)
+    step = float(np.median(dt))
+    used = (conf > 0)[..., None]
+    corrected = np.where(used, apply_lr_swaps(pixels, swap), np.nan)
+    max_frames = max(int(round(cfg.temporal_max_s / step)), 1)
+    return swap | temporal_lr_swaps(corrected, box_height, dt < 1.5 * step, max_frames, cfg, keep=swap)
 
 
 def apply_lr_swaps(values: np.ndarray, swap: np.ndarray) -> np.ndarray:

@@ -40,7 +40,7 @@ from motionkit.detect.timesync import check_timesync
 from motionkit.detect.video import detect_videos
 from motionkit.eval.protocol import EvalConfig, match_to_annotation, score_take, video_time_coverage
 from motionkit.eval.run import fit_samples
-from motionkit.geometry.swaps import apply_lr_swaps, detect_lr_swaps, swap_bits
+from motionkit.geometry.swaps import apply_lr_swaps, find_lr_swaps, swap_bits
 from motionkit.geometry.triangulation import prune_far_cameras, triangulate, view_outliers
 from motionkit.kernels import resolve_device
 from motionkit.motion.derive import FEATURE_FPS, derive_motion
@@ -209,9 +209,10 @@ def stage_associate(ctx: StageContext) -> None:
     gap = (~anchor_ok & head_ok)[:, None] & ~a.selected
     if gap.any():
         a = apply_cylinder_rule(a, obs, ctx.take.rig, head, head_ok, gap)
-    # left/right swaps of the wearer's labels, by leave-one-out triangulation over the other views
+    # left/right swaps of the wearer's labels: leave-one-out triangulation over the other views, then
+    # the labels' continuity in time
     conf = np.where(a.selected[..., None], a.confidence, 0.0)
-    swap = detect_lr_swaps(a.keypoints, conf, ctx.take.rig)
+    swap = find_lr_swaps(a.keypoints, conf, ctx.take.rig, a.box[..., 3] - a.box[..., 1], r["grid/time_s"])
     arrays = a.to_arrays()
     arrays["keypoints"] = apply_lr_swaps(a.keypoints, swap)
     arrays["confidence"] = apply_lr_swaps(a.confidence, swap)

@@ -4,7 +4,14 @@ import pytest
 
 from motionkit.conventions import COCO17_FLIP, COCO17_LR_PAIRS
 from motionkit.data.egoexo4d import EgoExoDataset
-from motionkit.geometry.swaps import apply_lr_swaps, detect_lr_swaps, swap_bits
+from motionkit.geometry.swaps import (
+    SwapConfig,
+    apply_lr_swaps,
+    detect_lr_swaps,
+    find_lr_swaps,
+    swap_bits,
+    temporal_lr_swaps,
+)
 
 ARM = [COCO17_LR_PAIRS.index((7, 8)), COCO17_LR_PAIRS.index((9, 10))]
 
@@ -48,3 +55,69 @@ def test_swap_helpers():
     np.testing.assert_array_equal(out[0, 0, :, 0], np.arange(17))
     np.testing.assert_array_equal(out[1, 0, :, 0], COCO17_FLIP)
     np.testing.assert_array_equal(swap_bits(s)[:, 0], [0, 2 ** len(COCO17_LR_PAIRS) - 1])
+
+
+@pytest.fixture(scope="module")
+def take_15fps(default_root):
+    ds = EgoExoDataset(default_root)
+    t = ds.take(ds.takes()[0].take_uid)
+    with h5py.File(default_root / "gt" / f"{t.uid}.h5") as f:
+        X = f["wearer/coco17_world"][()][::2]
+    return t.rig, X
+
+
+def _apart(px, min_px=40.0):
+    a = np.array([p[0] for p in COCO17_LR_PAIRS])
+    b = np.array([p[1] for p in COCO17_LR_PAIRS])
+    return np.linalg.norm(px[..., a, :] - px[..., b, :], axis=-1) > min_px
+
+
+def test_short_runs_of_changed_labels_are_found_in_time(take_15fps):
+    rig, X = take_15fps
+    rng = np.random.default_rng(1)
+    px = rig.project(X) + rng.normal(0, 4.0, (len(X), len(rig), 17, 2))
+    height = np.nanmax(px[..., 1], -1) - np.nanmin(px[..., 1], -1)
+    truth = np.zeros((len(X), len(rig), len(COCO17_LR_PAIRS)), bool)
+    truth[20:25, 0, ARM] = True  # an arm for 5 frames
+    truth[40:42, 2] = truth[47:49, 2] = True  # the whole body twice, 2 frames each, 5 right ones between
+    truth[80:110, 1, ARM] = True  # longer than max_frames: left as it is
+    bad = apply_lr_swaps(px, truth)
+    linked = np.ones(len(X) - 1, bool)
+    found = temporal_lr_swaps(bad, height, linked, max_frames=6)
+    short = truth.copy()
+    short[80:110] = False
+    apart = _apart(px)
+    assert (short & apart).sum() >= 25
+    assert found[short & apart].all()  # pairs apart in the view: every changed frame is found
+    assert not found[42:47, 2].any()  # the 5 right frames between the two flips stay
+    assert not found[80:110].any()
+    assert not found[~short].any()
+    # a run that holds a verdict of the cross-view test is left alone
+    keep = np.zeros_like(truth)
+    keep[22, 0, ARM] = True
+    assert not temporal_lr_swaps(bad, height, linked, 6, keep=keep)[20:25, 0, ARM].any()
+    # a gap in time breaks the chain: a run that ends at it is not bounded by two changes
+    gap = linked.copy()
+    gap[24] = False
+    assert not temporal_lr_swaps(bad, height, gap, 6)[20:25, 0, ARM].any()
+
+
+def test_find_lr_swaps_follows_a_pair_that_only_one_view_sees(take_15fps):
+    rig, X = take_15fps
+    rng = np.random.default_rng(2)
+    px = rig.project(X) + rng.normal(0, 4.0, (len(X), len(rig), 17, 2))
+    conf = np.where(np.isfinite(px).all(-1), 0.9, 0.0)
+    conf[:, 1:, 9:11] = 0.0  # the wrists: view 0 only, nothing to triangulate them from
+    truth = np.zeros((len(X), len(rig), len(COCO17_LR_PAIRS)), bool)
+    truth[30:34, 0, ARM] = True
+    bad = apply_lr_swaps(px, truth)
+    height = np.nanmax(px[..., 1], -1) - np.nanmin(px[..., 1], -1)
+    time_s = np.arange(len(X)) / 15.0
+    wrist = COCO17_LR_PAIRS.index((9, 10))
+    cross_view_only = detect_lr_swaps(bad, conf, rig)
+    both = find_lr_swaps(bad, conf, rig, height, time_s)
+    sel = truth[..., wrist] & _apart(px)[..., wrist]
+    assert sel.sum() >= 3
+    assert not cross_view_only[sel, wrist].any()
+    assert both[sel, wrist].all()
+    assert not find_lr_swaps(bad, conf, rig, height, time_s, SwapConfig(temporal=False))[sel, wrist].any()
