@@ -158,12 +158,28 @@ def _weight_checks(res, true_px: np.ndarray, kind: np.ndarray, person_id: np.nda
     wearer = sel & (person_id[np.maximum(det, 0)] == 0)
     swapped = wearer[..., None] & (kind == OBS_SWAPPED) & np.isfinite(dist)
     bad = swapped & ~undone & kept
-    n_swapped = swapped.any(-1).sum()
-    return {
-        "far_obs_keeping_weight": float((kept & far).sum() / max(far.sum(), 1)),
-        "near_obs_keeping_weight": float((kept & near).sum() / max(near.sum(), 1)),
-        "swapped_camera_frames_handled": float((swapped.any(-1) & ~bad.any(-1)).sum() / max(n_swapped, 1)),
+    counts = {
+        "far_obs_keeping_weight": ((kept & far).sum(), far.sum()),
+        "near_obs_keeping_weight": ((kept & near).sum(), near.sum()),
+        "swapped_camera_frames_handled": ((swapped.any(-1) & ~bad.any(-1)).sum(), swapped.any(-1).sum()),
     }
+    out = {k: float(n / max(d, 1)) for k, (n, d) in counts.items()}
+    out["weight_check_counts"] = {k: [int(n), int(d)] for k, (n, d) in counts.items()}
+    return out
+
+
+def pooled_weight_checks(takes: list[dict]) -> dict:
+    """The shares of ``_weight_checks`` over every observation (camera-frame) of ``takes`` together
+    (``take_difficulty`` results): with ~40 swapped camera-frames a take, per-take shares swing by
+    +-10 points, and their median is a poor summary."""
+    counts = [t["weight_check_counts"] for t in takes if "weight_check_counts" in t]
+    if not counts:
+        return {}
+    out = {}
+    for k in counts[0]:
+        n, d = (sum(c[k][i] for c in counts) for i in (0, 1))
+        out[k] = {"share": float(n / max(d, 1)), "count": n, "of": d}
+    return out
 
 
 def dataset_difficulty(root: str | Path, fits: str | Path | None = None) -> dict:
@@ -172,7 +188,7 @@ def dataset_difficulty(root: str | Path, fits: str | Path | None = None) -> dict
     takes = [take_difficulty(root, t.take_uid, fits) for t in ds.takes()]
     keys = [k for k, v in takes[0].items() if isinstance(v, float)] if takes else []
     summary = {k: float(np.nanmedian([t[k] for t in takes if t.get(k) is not None])) for k in keys}
-    return {"root": str(root), "takes": takes, "median": summary}
+    return {"root": str(root), "takes": takes, "median": summary, "pooled": pooled_weight_checks(takes)}
 
 
 def format_difficulty(rep: dict) -> str:
@@ -181,7 +197,13 @@ def format_difficulty(rep: dict) -> str:
     for t in rep["takes"]:
         rows.append((t["take_uid"][:8], t["preset"], *(_fmt(t.get(k)) for k in rep["median"])))
     rows.append(("median", "", *(_fmt(v) for v in rep["median"].values())))
-    return "\n".join("  ".join(str(c) for c in r) for r in rows)
+    text = "\n".join("  ".join(str(c) for c in r) for r in rows)
+    pooled = rep.get("pooled") or {}
+    if pooled:
+        text += "\npooled over the takes: " + "; ".join(
+            f"{k} {p['share']:.1%} ({p['count']}/{p['of']})" for k, p in pooled.items()
+        )
+    return text
 
 
 def _fmt(x) -> str:
