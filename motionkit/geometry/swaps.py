@@ -113,26 +113,30 @@ def temporal_lr_swaps(
     with np.errstate(invalid="ignore"):
         link = both[1:] & both[:-1] & linked[:, None, None] & (np.fmin(straight, crossed) < cfg.temporal_jump * height)
         change = link & (crossed < cfg.temporal_ratio * straight)
-    # one column per (view, pair), laid end to end: ids of chains and runs are global
+    # every (view, pair) a row of frames, the rows laid end to end: chain and run ids are global
     P = pa.shape[2]
-    col = lambda x: np.moveaxis(x, 0, -1).reshape(V * P, -1)  # noqa: E731 - (F, V, P) -> (V*P, F)
-    link_f = np.concatenate([np.zeros((V * P, 1), bool), col(link)], 1)  # link_f[:, f]: f-1 -> f
-    change_f = np.concatenate([np.zeros((V * P, 1), bool), col(change)], 1)
-    chain_start = ~link_f.ravel()
-    run_start = chain_start | change_f.ravel()
+    link_in = _rows(np.concatenate([np.zeros((1, V, P), bool), link]))  # frame f linked to f - 1
+    change_in = _rows(np.concatenate([np.zeros((1, V, P), bool), change]))
+    chain_start = ~link_in
+    run_start = chain_start | change_in
     chain = np.cumsum(chain_start) - 1
     run = np.cumsum(run_start) - 1
-    n_changes = np.cumsum(change_f.ravel())
+    n_changes = np.cumsum(change_in)
     parity = (n_changes - n_changes[chain_start][chain]) % 2
     per_chain = np.stack([np.bincount(chain, parity == k, chain[-1] + 1) for k in (0, 1)], 1)
     wrong = np.where(per_chain[:, 0] > per_chain[:, 1], 1, np.where(per_chain[:, 1] > per_chain[:, 0], 0, -1))
     chain_end = np.append(chain_start[1:], True)
     n_runs = run[-1] + 1
-    held = np.bincount(run, col(keep).ravel(), n_runs) > 0 if keep is not None else np.zeros(n_runs, bool)
+    held = np.bincount(run, _rows(keep), n_runs) > 0 if keep is not None else np.zeros(n_runs, bool)
     inner = (np.bincount(run, chain_start, n_runs) == 0) & (np.bincount(run, chain_end, n_runs) == 0)
     short = np.bincount(run, minlength=n_runs) <= max_frames
     out = (parity == wrong[chain]) & (inner & short & ~held)[run]
     return np.moveaxis(out.reshape(V, P, F), -1, 0)
+
+
+def _rows(x: np.ndarray) -> np.ndarray:
+    """``(F, V, P)`` -> ``(V * P * F,)``: each (view, pair)'s frames in a row, the rows end to end."""
+    return np.moveaxis(x, 0, -1).ravel()
 
 
 def find_lr_swaps(
