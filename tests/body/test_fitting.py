@@ -295,7 +295,10 @@ def test_fused_and_torch_fits_agree_against_the_truth(default_root, fitted):
     pa = {k: np.nanmean(pa_mpjpe(f.joints[:, list(SMPLX_TO_COCO17)], gt)) for k, f in fits.items()}  # mm
     assert abs(pa["fused"] - pa["torch"]) <= 0.1, pa
     diff = np.linalg.norm(fits["fused"].joints - fits["torch"].joints, axis=-1)
-    assert np.median(diff) < 1e-3  # metres; single frames may drift further (the fit is not convex)
+    # metres: float32 sums in another order, through ~700 Adam steps of a non-convex fit (measured 1.03 mm
+    # on this take since the temporal swap check changed its inputs, under 1 mm before); single frames
+    # may drift further
+    assert np.median(diff) < 1.25e-3
 
 
 def test_fused_iteration_dispatches_at_most_5_percent_of_the_torch_operations(fitted):
