@@ -4,6 +4,9 @@ under the headline figure.
 For each take of a dataset fitted with ``motionkit batch``, the fit is run again on the same inputs,
 then on inputs with one source of error taken away at a time (from the dataset's ``gt/``):
 - ``production``: the pipeline's inputs, as fitted;
+- ``exact confidence``: the same observations, with the confidence factor of the weights
+  (``confidence^3``) replaced by the generator's own ``1 / E[squared error | confidence]``: how much
+  better a perfectly calibrated confidence would do;
 - ``true cameras``: the rendering cameras instead of ``gopro_calibs.csv``;
 - ``clean obs``: only the observations the generator did not make outliers, swaps or guesses;
 - ``noise-free 2D``: the true landmarks projected through the true cameras, every view that sees them
@@ -33,16 +36,29 @@ from motionkit.eval.metrics import pa_mpjpe
 from motionkit.geometry.camera import CameraRig
 from motionkit.pipeline.config import PipelineConfig
 from motionkit.pipeline.stages import build_fit_inputs
-from motionkit.synthetic.scene import OBS_CLEAN, OBS_MISSED, OBS_OCCLUDED
+from motionkit.synthetic.scene import OBS_CLEAN, OBS_MISSED, OBS_OCCLUDED, expected_squared_error
 
-VARIANTS = ("production", "true cameras", "clean obs", "true cameras + clean obs", "noise-free 2D")
+VARIANTS = ("production", "exact confidence", "true cameras", "clean obs", "true cameras + clean obs", "noise-free 2D")
 
 
-def variant_inputs(name: str, inp, gt: dict, true: CameraRig, views: list[int], frames: np.ndarray):
-    """The fit inputs of variant ``name`` (modified in place); ``gt`` from ``read_gt``, ``true`` and
-    ``views`` the true cameras and gt camera indices in the order of the take's calibration."""
+def exact_confidence_weights(res, gt: dict, production: np.ndarray, conf_power: float) -> np.ndarray:
+    """``production`` weights ``(M, V, 17)`` with ``confidence ** conf_power`` replaced by ``1 /
+    E[(err / sigma)^2 | confidence]`` of the generator's detector, scaled to the same mean."""
+    conf = res["association/confidence"]
+    e2 = expected_squared_error(conf, gt["config"].get("conf_error_coupling", 0.0))
+    used = production > 0
+    w = np.where(used, production / np.where(used, conf**conf_power * e2, 1.0), 0.0)
+    return w * production[used].mean() / max(w[used].mean(), 1e-300)
+
+
+def variant_inputs(name: str, inp, res, gt: dict, true: CameraRig, views: list[int], frames: np.ndarray):
+    """The fit inputs of variant ``name`` (modified in place); ``res`` the take's result file, ``gt``
+    from ``read_gt``, ``true`` and ``views`` the true cameras and gt camera indices in the order of the
+    take's calibration."""
     kind = gt["obs_kind"][frames][:, views]
     truth = gt["landmarks"][frames]
+    if name == "exact confidence":
+        inp.weights = exact_confidence_weights(res, gt, inp.weights, PipelineConfig().conf_power)
     if "true cameras" in name or name == "noise-free 2D":
         inp.T_cam_world, inp.params = true.T_cam_world, true.params
     if "clean obs" in name:
@@ -91,7 +107,8 @@ def main() -> None:
         true, views = true_rig(gt, take.rig), gt_views(gt, take.rig)
         truth = gt["landmarks"][frames]
         for name in VARIANTS:
-            inp = variant_inputs(name, build_fit_inputs(res, take.rig, res.fps, weighting), gt, true, views, frames)
+            inp = build_fit_inputs(res, take.rig, res.fps, weighting)
+            inp = variant_inputs(name, inp, res, gt, true, views, frames)
             out = fit_take(body, inp, BodyFitConfig())
             fit_mm[name].append(float(np.nanmean(pa_mpjpe(out.joints[:, rows], truth))))
         floors.append(annotation_floor(take, gt["landmarks"], rng))

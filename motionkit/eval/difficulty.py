@@ -42,7 +42,8 @@ def lag1_autocorrelation(err: np.ndarray) -> float:
 
 def read_gt(root: str | Path, uid: str) -> dict:
     """What ``gt/<uid>.h5`` of a synthetic dataset holds that the difficulty figures use (camera names,
-    preset, landmarks, joints, observation kinds, true cameras, person ids), camera axes in gt order."""
+    preset and generator options, landmarks, joints, observation kinds, true cameras, person ids), camera
+    axes in gt order."""
     p = Path(root) / "gt" / f"{uid}.h5"
     if not p.is_file():
         raise DataError(p, "no ground truth: not a synthetic dataset written by motionkit synth")
@@ -50,6 +51,7 @@ def read_gt(root: str | Path, uid: str) -> dict:
         g = {
             "names": json.loads(f.attrs["camera_names"]),
             "preset": str(f.attrs.get("preset", "clean")),
+            "config": json.loads(f.attrs["config"]) if "config" in f.attrs else {},
             "landmarks": f["wearer/coco17_world"][()],
             "joints": f["wearer/joints_smplx"][()],
             "obs_kind": f["wearer/obs_kind"][()] if "wearer/obs_kind" in f else None,

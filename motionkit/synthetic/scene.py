@@ -188,6 +188,26 @@ JOINT_NOISE_SCALE = np.array([0.6, 0.6, 0.6, 0.8, 0.8, 1.0, 1.0, 1.1, 1.1, 1.4, 
 # per-limb left/right swaps: a whole arm, a whole leg, a wrist alone, an ankle alone
 LIMB_SWAPS = (((7, 8), (9, 10)), ((13, 14), (15, 16)), ((9, 10),), ((15, 16),))
 OBS_CLEAN, OBS_OUTLIER, OBS_SWAPPED, OBS_MISSED, OBS_OCCLUDED = range(5)
+# a detection's keypoint confidence: uniform in CONF_RANGE, minus CONF_DROP_PER_SIGMA x coupling per
+# unit of the keypoint's error (in its joint's sigma)
+CONF_RANGE = (0.7, 0.98)
+CONF_DROP_PER_SIGMA = 0.12
+
+
+def expected_squared_error(conf: np.ndarray, coupling: float) -> np.ndarray:
+    """``E[(|err| / sigma)^2 | conf]`` of a simulated keypoint (2D Gaussian error, Rayleigh radius) given
+    its confidence ``conf (...)`` and the detector's ``conf_error_coupling``: what a weight that knows
+    the generator could use (2 where the confidence says nothing)."""
+    c = np.asarray(conf, dtype=np.float64)
+    if coupling <= 0:
+        return np.full(c.shape, 2.0)
+    k = CONF_DROP_PER_SIGMA * coupling
+    lo = np.maximum((CONF_RANGE[0] - c) / k, 0.0)
+    hi = np.maximum((CONF_RANGE[1] - c) / k, lo + 1e-3)
+    e_lo, e_hi = np.exp(-(lo**2) / 2), np.exp(-(hi**2) / 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = ((lo**2 + 2) * e_lo - (hi**2 + 2) * e_hi) / (e_lo - e_hi)
+    return np.where(np.isfinite(mean), mean, lo**2 + 2)
 
 
 @dataclass(frozen=True)
@@ -264,7 +284,7 @@ def simulate_detections(
         box = box + rng.normal(0, 1, (n, 4)) * 0.015 * np.stack([bw, bh, bw, bh], 1)
         kp = pv.kp[f_idx, v_idx] + err
         r = np.linalg.norm(err, axis=-1) / np.maximum(sigma, 1e-9)  # error in units of the joint's sigma
-        conf = np.clip(rng.uniform(0.7, 0.98, (n, 17)) - nz.conf_error_coupling * 0.12 * r, 0.05, 0.99)
+        conf = np.clip(rng.uniform(*CONF_RANGE, (n, 17)) - nz.conf_error_coupling * CONF_DROP_PER_SIGMA * r, 0.05, 0.99)
         ok = pv.kp_ok[f_idx, v_idx]
         inimg = pv.in_image[f_idx, v_idx]
         occl = inimg & ~ok
