@@ -7,7 +7,7 @@ then on inputs with one source of error taken away at a time (from the dataset's
 - ``exact confidence``: the same observations, with the confidence factor of the weights
   (``confidence^3``) replaced by the generator's own ``1 / E[squared error | confidence]``: how much
   better a perfectly calibrated confidence would do;
-- ``true cameras``: the rendering cameras instead of ``gopro_calibs.csv``;
+- ``true cameras``: the rendering cameras instead of ``gopro_calibs.csv`` (and not refined);
 - ``clean obs``: only the observations the generator did not make outliers, swaps or guesses;
 - ``noise-free 2D``: the true landmarks projected through the true cameras, every view that sees them
   (what is left is the body-model mismatch and the fit itself).
@@ -109,7 +109,8 @@ def main() -> None:
         for name in VARIANTS:
             inp = build_fit_inputs(res, take.rig, res.fps, weighting)
             inp = variant_inputs(name, inp, res, gt, true, views, frames)
-            out = fit_take(body, inp, BodyFitConfig())
+            exact_cameras = "true cameras" in name or name == "noise-free 2D"  # nothing to refine
+            out = fit_take(body, inp, BodyFitConfig(refine_cameras=not exact_cameras))
             fit_mm[name].append(float(np.nanmean(pa_mpjpe(out.joints[:, rows], truth))))
         floors.append(annotation_floor(take, gt["landmarks"], rng))
         print(f"{info.take_uid[:8]}  " + "  ".join(f"{v}: {fit_mm[v][-1]:.1f}" for v in VARIANTS), flush=True)

@@ -240,6 +240,9 @@ def fit_options(f):
         click.option("--size-power", default=1.0, show_default=True, type=click.FloatRange(min=0.0),
                      help="Fit weight ~ (take's median box height / this view's box height) ** this, clipped "
                           "to 1/4..4: pixels of a small far person count more (0: off)."),
+        click.option("--refine-cameras/--no-refine-cameras", default=True, show_default=True,
+                     help="After the fit, move each camera by a small rotation and translation onto the fitted "
+                          "landmarks and fit again (twice the fit time; the cameras used are in fit/T_cam_world)."),
     ]  # fmt: skip
     for opt in reversed(options):
         f = opt(f)
@@ -248,7 +251,7 @@ def fit_options(f):
 
 FIT_OPTION_NAMES = ("fps", "body_model", "timesync_offset", "device", "kernels", "detector", "detector_variant",
                     "detector_weights", "keypoint_weights", "fit_iters", "association",
-                    "downscaled_video", "conf_power", "size_power")  # fmt: skip
+                    "downscaled_video", "conf_power", "size_power", "refine_cameras")  # fmt: skip
 
 
 def _fit_config(kw: dict):

@@ -117,15 +117,16 @@ def plot_association(result, obs, m: int, path: str | Path) -> Path:
 
 def plot_fit_views(result, path: str | Path, n_frames: int = 3) -> Path:
     """The fitted COCO-17 skeleton reprojected into every view (green) over the observed keypoints
-    (orange) for a few frames."""
+    (orange) for a few frames, through the cameras the fit used (``fit/T_cam_world``)."""
 
     names = json.loads(result.group_attrs["cameras"]["names"])
+    poses = result["cameras/T_world_cam"]
+    if "fit/T_cam_world" in result.arrays:
+        poses = np.linalg.inv(result["fit/T_cam_world"])
     rig = CameraRig(
         [
             Camera(n, int(s[0]), int(s[1]), p, T)
-            for n, s, p, T in zip(
-                names, result["cameras/size"], result["cameras/params"], result["cameras/T_world_cam"], strict=True
-            )
+            for n, s, p, T in zip(names, result["cameras/size"], result["cameras/params"], poses, strict=True)
         ]
     )
     valid = np.flatnonzero(result["valid"])

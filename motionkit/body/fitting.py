@@ -32,6 +32,7 @@ from motionkit.conventions import (
 from motionkit.geometry.fisheye import kb3_project_torch, theta_max_np
 from motionkit.geometry.interpolation import blend_bracket, fill_gaps_bracket, lerp, slerp_rotmat, slerp_rotvec
 from motionkit.geometry.procrustes import procrustes
+from motionkit.geometry.refine import CameraRefineConfig, CameraRefinement, refine_camera_poses
 from motionkit.kernels import loader as kernel_loader
 from motionkit.kernels import ops as kernel_ops
 
@@ -81,6 +82,8 @@ class BodyFitConfig:
     second_pass_pairs: bool = True  # ... and then their left/right partners as well
     second_pass_iters: int = 100  # ... and re-run stage C for this many iterations (0: no second pass)
     second_pass_rounds: int = 2  # drop-and-refit rounds (the second finds what the first fit's errors hid)
+    refine_cameras: bool = True  # then move each camera onto the fitted landmarks and fit again
+    camera_refine: CameraRefineConfig = CameraRefineConfig()
     window: int = 600
     overlap: int = 40
     max_gap_s: float = 0.5
@@ -128,6 +131,7 @@ class FitOutput:
     n_dropped: int = 0  # observations dropped by the second pass
     losses: dict = field(default_factory=dict)
     kp_delta: np.ndarray | None = None  # (L, 3) offsets of the body's joint landmarks (joint frames, metres)
+    camera_refinement: CameraRefinement | None = None  # the cameras the fit used, when it refined them
 
 
 # ------------------------------------------------------------------------------------------------ losses
@@ -727,8 +731,27 @@ def fit_takes(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
     """Fit several takes on one device with at most two ``fit_batch`` calls: first every short take
     (``<= cfg.window`` frames) together with the shape problems of the long ones (every 10th frame),
     then all windows of all long takes with their shapes frozen. Each take's result equals fitting it
-    alone with ``fit_take`` (the problems of a batch are independent)."""
+    alone with ``fit_take`` (the problems of a batch are independent).
+
+    With ``cfg.refine_cameras``, each take's cameras are then moved onto its fitted landmarks
+    (``refine_camera_poses``, with the fit's final observation weights) and the takes are fitted again
+    through them; ``FitOutput.camera_refinement`` holds the cameras used."""
     cfg = cfg or BodyFitConfig()
+    outs = _fit_takes_once(body, inputs, cfg, progress)
+    if not cfg.refine_cameras:
+        return outs
+    rows = coco_rows(body)
+    refined = [
+        refine_camera_poses(x.T_cam_world, x.params, o.joints[:, rows], x.keypoints, o.obs_weight, cfg.camera_refine)
+        for x, o in zip(inputs, outs, strict=True)
+    ]
+    inputs = [dataclasses.replace(x, T_cam_world=r.T_cam_world) for x, r in zip(inputs, refined, strict=True)]
+    outs = _fit_takes_once(body, inputs, cfg, progress)
+    return [dataclasses.replace(o, camera_refinement=r) for o, r in zip(outs, refined, strict=True)]
+
+
+def _fit_takes_once(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig, progress=None) -> list[FitOutput]:
+    """``fit_takes`` through the given cameras."""
     long_ = [k for k, x in enumerate(inputs) if len(x.keypoints) > cfg.window]
     first = [x if k not in long_ else _slice_inputs(x, 0, len(x.keypoints), 10) for k, x in enumerate(inputs)]
     outs = fit_batch(body, first, cfg, progress=progress)

@@ -25,7 +25,8 @@ class PipelineConfig:
     ``rfdetr`` and the RF-DETR options; ``fit_iters``: Adam iterations of fitting stages A, B, C;
     ``association``: the wearer rule (docs/pipeline.md, "associate"); ``conf_power``, ``size_power``:
     how keypoint confidence and the person's size in the image weight the fit's observations
-    (``ObservationWeighting``; docs/pipeline.md, "fit").
+    (``ObservationWeighting``; docs/pipeline.md, "fit"); ``refine_cameras``: after the fit, move each
+    camera onto the fitted landmarks and fit again (docs/pipeline.md, "fit").
     """
 
     fps: float = DEFAULT_FIT_FPS
@@ -43,6 +44,7 @@ class PipelineConfig:
     association: str = "soma"  # soma | cylinder | soma+cylinder (the cylinder rule where SOMA finds nobody)
     conf_power: float = ObservationWeighting.conf_power
     size_power: float = ObservationWeighting.size_power
+    refine_cameras: bool = True
 
     def __post_init__(self) -> None:
         if self.association not in ASSOCIATION_MODES:

@@ -40,6 +40,7 @@ from motionkit.detect.timesync import check_timesync
 from motionkit.detect.video import detect_videos
 from motionkit.eval.protocol import EvalConfig, match_to_annotation, score_take, video_time_coverage
 from motionkit.eval.run import fit_samples
+from motionkit.geometry.refine import CameraRefinement
 from motionkit.geometry.swaps import apply_lr_swaps, find_lr_swaps, swap_bits
 from motionkit.geometry.triangulation import prune_far_cameras, triangulate, view_outliers
 from motionkit.kernels import resolve_device
@@ -321,16 +322,22 @@ def prepare_fit(ctx: StageContext) -> FitJob:
     if not (n_views >= 2).any():
         raise DataError(take.take_dir, "no wearer found: no frame has the wearer selected in 2 or more views")
     device = resolve_device(ctx.config.device)
-    bcfg = BodyFitConfig(device=str(device), kernels=ctx.config.kernels, iters=tuple(ctx.config.fit_iters))
+    bcfg = BodyFitConfig(
+        device=str(device),
+        kernels=ctx.config.kernels,
+        iters=tuple(ctx.config.fit_iters),
+        refine_cameras=ctx.config.refine_cameras,
+    )
     body = fit_body_model(ctx.config.body_model)
     inputs = build_fit_inputs(r, take.rig, ctx.config.fps, ctx.config.observation_weighting)
     return FitJob(inputs, bcfg, body)
 
 
 def fit_progress_total(jobs: list[FitJob]) -> int:
-    """Adam iterations ``fit_takes`` runs for these jobs (one batch, two with a long take)."""
+    """Adam iterations ``fit_takes`` runs for these jobs (one batch, two with a long take; all of it
+    twice when the cameras are refined)."""
     cfg = jobs[0].config
-    calls = 2 if any(len(j.inputs.keypoints) > cfg.window for j in jobs) else 1
+    calls = (2 if any(len(j.inputs.keypoints) > cfg.window for j in jobs) else 1) * (2 if cfg.refine_cameras else 1)
     return (sum(cfg.iters) + cfg.second_pass_iters * cfg.second_pass_rounds) * calls
 
 
@@ -379,17 +386,38 @@ def stage_fit(ctx: StageContext) -> None:
         {
             "obs_weight": out.obs_weight.astype(np.float32),
             "landmark_offset_m": coco_landmark_offsets(body, out.kp_delta),
+            **_camera_arrays(out.camera_refinement, inp.T_cam_world),
         },
         second_pass_px=bcfg.second_pass_px,
         second_pass_dropped=int(out.n_dropped),
+        cameras_refined=out.camera_refinement is not None,
     )
     used = int((inp.weights > 0).sum())
+    ref = out.camera_refinement
     ctx.info["fit"] = (
         f"on {device} ({kernels} operators); {valid.mean():.1%} of frames valid; "
         f"reprojection {np.nanmedian(out.reproj_px):.1f} px "
         f"(median); second pass dropped {out.n_dropped} of {used} observations; "
-        f"betas {np.round(out.betas[:3], 2).tolist()}..."
+        + (
+            f"cameras moved {np.round(ref.rotation_deg, 2).tolist()} deg, "
+            f"{np.round(ref.translation_m * 100, 1).tolist()} cm; "
+            if ref is not None
+            else ""
+        )
+        + f"betas {np.round(out.betas[:3], 2).tolist()}..."
     )
+
+
+def _camera_arrays(ref: CameraRefinement | None, calibrated: np.ndarray) -> dict:
+    """``fit/T_cam_world`` (the cameras the fit used) and the size of their correction."""
+    if ref is None:
+        return {"T_cam_world": calibrated}
+    return {
+        "T_cam_world": ref.T_cam_world,
+        "camera_rotation_deg": ref.rotation_deg,
+        "camera_translation_m": ref.translation_m,
+        "camera_residual_px": np.stack([ref.residual_px_before, ref.residual_px_after], 1),
+    }
 
 
 def stage_motion(ctx: StageContext) -> None:

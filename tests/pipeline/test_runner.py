@@ -93,3 +93,18 @@ def test_view_outliers_get_no_weight_in_the_fit(synth_root, take_uid, tmp_path):
     assert (before[10:30, 0] > 0).any() and (after[10:30, 0] == 0).all()
     np.testing.assert_array_equal(np.delete(after, 0, 1), np.delete(before, 0, 1))
     np.testing.assert_array_equal(after[:10], before[:10])
+
+
+def test_the_cameras_the_fit_used_are_recorded(synth_root, take_uid, tmp_path):
+    rig = EgoExoDataset(synth_root).take(take_uid).rig
+    fixed = PipelineConfig(fit_iters=(5, 10, 5), refine_cameras=False)
+    r = read_result(run_fit(synth_root, take_uid, tmp_path / "plain", fixed, progress=False, plot=False).path)
+    assert not r.group_attrs["fit"]["cameras_refined"]
+    np.testing.assert_array_equal(r["fit/T_cam_world"], rig.T_cam_world)
+    assert "fit/camera_rotation_deg" not in r.arrays
+    refined = read_result(run_fit(synth_root, take_uid, tmp_path / "refined", FAST, progress=False, plot=True).path)
+    assert refined.group_attrs["fit"]["cameras_refined"]
+    V = len(rig)
+    assert refined["fit/T_cam_world"].shape == (V, 4, 4) and refined["fit/camera_residual_px"].shape == (V, 2)
+    moved = np.abs(refined["fit/T_cam_world"] - rig.T_cam_world).max()
+    assert 0 < moved and (refined["fit/camera_rotation_deg"] < 1.0).all()

@@ -1,0 +1,125 @@
+"""Per-take refinement of the exo cameras' poses against a fitted body (docs/pipeline.md, "fit").
+
+A GoPro calibration from structure-from-motion is a few pixels off in every view, and a fit through it
+inherits the views' disagreement. Once the body is fitted, its landmarks are the best 3D points the take
+has: each camera's pose is moved by a small rotation and translation (in the camera's frame) that brings
+the landmarks' projections onto the observations, robustly and under a Gaussian prior that keeps the
+correction small (and the world frame where the calibration put it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import roma
+import torch
+
+from motionkit.geometry.fisheye import kb3_project_torch, theta_max_np
+
+
+@dataclass(frozen=True)
+class CameraRefineConfig:
+    """``rotation_sigma_deg`` / ``translation_sigma_m``: the prior's scale of the correction (per camera,
+    per axis); ``robust_px``: the Geman-McClure scale of the pixel residuals; ``iters``: L-BFGS
+    iterations."""
+
+    rotation_sigma_deg: float = 0.5
+    translation_sigma_m: float = 0.05
+    robust_px: float = 20.0
+    iters: int = 60
+
+
+@dataclass
+class CameraRefinement:
+    """``T_cam_world (V, 4, 4)`` the refined poses; ``rotation_deg``, ``translation_m (V,)`` the size of
+    each camera's correction; ``residual_px_before`` / ``_after (V,)`` the median pixel residual
+    of the landmarks (NaN for a view without weight)."""
+
+    T_cam_world: np.ndarray
+    rotation_deg: np.ndarray
+    translation_m: np.ndarray
+    residual_px_before: np.ndarray
+    residual_px_after: np.ndarray
+
+
+def refine_camera_poses(
+    T_cam_world: np.ndarray,
+    params: np.ndarray,
+    points: np.ndarray,
+    pixels: np.ndarray,
+    weights: np.ndarray,
+    cfg: CameraRefineConfig | None = None,
+) -> CameraRefinement:
+    """Move each camera so that ``points`` project onto ``pixels``.
+
+    Args:
+        T_cam_world: ``(V, 4, 4)`` world -> camera.
+        params: ``(V, 8)`` KB3 intrinsics (fixed).
+        points: ``(M, J, 3)`` world metres (the fitted landmarks; NaN where missing).
+        pixels: ``(M, V, J, 2)`` raw pixels of the observations (NaN where missing).
+        weights: ``(M, V, J)`` >= 0, the fit's final observation weights.
+
+    Minimises, over a rotation vector ``r_v`` and translation ``t_v`` per camera (camera frame,
+    ``T_v' = [exp(r_v) | t_v] T_v``), ``sum w GM(|proj_v(X) - x|^2) / sum w + sum |r_v / sigma_r|^2 + |t_v /
+    sigma_t|^2`` with Geman-McClure ``GM(e2) = e2 rho^2 / (e2 + rho^2)``. A camera without weight keeps
+    its pose.
+    """
+    cfg = cfg or CameraRefineConfig()
+    V = len(T_cam_world)
+    f64 = torch.float64
+    T = torch.as_tensor(T_cam_world, dtype=f64)
+    P = torch.as_tensor(params, dtype=f64)
+    theta_max = torch.as_tensor(theta_max_np(np.asarray(params, np.float64)), dtype=f64)
+    ok = np.isfinite(pixels).all(-1) & np.isfinite(points).all(-1)[:, None] & (weights > 0)
+    X = torch.as_tensor(np.nan_to_num(points), dtype=f64)
+    x = torch.as_tensor(np.nan_to_num(pixels), dtype=f64)
+    w = torch.as_tensor(np.where(ok, weights, 0.0), dtype=f64)
+    rot = torch.zeros(V, 3, dtype=f64, requires_grad=True)
+    trans = torch.zeros(V, 3, dtype=f64, requires_grad=True)
+    sigma_r = np.deg2rad(cfg.rotation_sigma_deg)
+
+    def residuals_sq(r: torch.Tensor, t: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        dR = roma.rotvec_to_rotmat(r)
+        R = dR @ T[:, :3, :3]
+        tt = (dR @ T[:, :3, 3:])[..., 0] + t
+        pc = torch.einsum("vij,mkj->mvki", R, X) + tt[None, :, None]
+        uv, valid = kb3_project_torch(pc, P[None, :, None], return_valid=True, theta_max=theta_max[None, :, None])
+        e2 = torch.where(valid, ((uv - x) ** 2).sum(-1), torch.zeros_like(uv[..., 0]))
+        return e2, valid
+
+    total = w.sum().clamp_min(1e-12)
+    opt = torch.optim.LBFGS([rot, trans], max_iter=cfg.iters, line_search_fn="strong_wolfe")
+
+    def closure() -> torch.Tensor:
+        opt.zero_grad()
+        e2, valid = residuals_sq(rot, trans)
+        data = (w * valid * e2 * cfg.robust_px**2 / (e2 + cfg.robust_px**2)).sum() / total
+        loss = data + ((rot / sigma_r) ** 2).sum() + ((trans / cfg.translation_sigma_m) ** 2).sum()
+        loss.backward()
+        return loss
+
+    with torch.no_grad():
+        before = residuals_sq(rot, trans)
+    if ok.any():
+        opt.step(closure)
+    with torch.no_grad():
+        after = residuals_sq(rot, trans)
+        dR = roma.rotvec_to_rotmat(rot)
+        out = np.array(T_cam_world, dtype=np.float64, copy=True)
+        out[:, :3, :3] = (dR @ T[:, :3, :3]).numpy()
+        out[:, :3, 3] = ((dR @ T[:, :3, 3:])[..., 0] + trans).numpy()
+    return CameraRefinement(
+        T_cam_world=out,
+        rotation_deg=np.rad2deg(rot.detach().norm(dim=-1).numpy()),
+        translation_m=trans.detach().norm(dim=-1).numpy(),
+        residual_px_before=_weighted_median_px(before, ok),
+        residual_px_after=_weighted_median_px(after, ok),
+    )
+
+
+def _weighted_median_px(res: tuple[torch.Tensor, torch.Tensor], ok: np.ndarray) -> np.ndarray:
+    """``(V,)`` median pixel residual over the used observations of each view."""
+    e = np.sqrt(res[0].numpy())
+    use = ok & res[1].numpy()
+    return np.array([np.median(e[:, v][use[:, v]]) if use[:, v].any() else np.nan for v in range(e.shape[1])])
