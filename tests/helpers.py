@@ -81,3 +81,12 @@ def gt_result(
     res.arrays["time_s"] = pos / TAKE_FPS
     res.attrs["stages"] = json.dumps(["load", "fit"])
     return write_result(out_dir / f"{uid}.h5", res)
+
+
+def wearer_landmarks(root: Path, step: int = 1):
+    """The first take of a synthetic dataset and its wearer's true COCO-17 landmarks ``(F / step, 17, 3)``
+    (every ``step``-th 30 fps frame)."""
+    ds = EgoExoDataset(root)
+    take = ds.take(ds.takes()[0].take_uid)
+    with h5py.File(root / "gt" / f"{take.uid}.h5") as f:
+        return take, f["wearer/coco17_world"][()][::step]

@@ -1,20 +1,16 @@
-import h5py
 import numpy as np
 import pytest
 import roma
 import torch
 
-from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.geometry.fisheye import kb3_project_np
 from motionkit.geometry.refine import CameraRefineConfig, refine_camera_poses
+from tests.helpers import wearer_landmarks
 
 
 @pytest.fixture(scope="module")
 def scene(default_root):
-    ds = EgoExoDataset(default_root)
-    t = ds.take(ds.takes()[0].take_uid)
-    with h5py.File(default_root / "gt" / f"{t.uid}.h5") as f:
-        X = f["wearer/coco17_world"][()][::3]
+    t, X = wearer_landmarks(default_root, step=3)
     return t.rig.T_cam_world, t.rig.params, X
 
 

@@ -1,9 +1,7 @@
-import h5py
 import numpy as np
 import pytest
 
 from motionkit.conventions import COCO17_FLIP, COCO17_LR_PAIRS
-from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.geometry.swaps import (
     SwapConfig,
     apply_lr_swaps,
@@ -12,16 +10,14 @@ from motionkit.geometry.swaps import (
     swap_bits,
     temporal_lr_swaps,
 )
+from tests.helpers import wearer_landmarks
 
 ARM = [COCO17_LR_PAIRS.index((7, 8)), COCO17_LR_PAIRS.index((9, 10))]
 
 
 @pytest.fixture(scope="module")
 def take(default_root):
-    ds = EgoExoDataset(default_root)
-    t = ds.take(ds.takes()[0].take_uid)
-    with h5py.File(default_root / "gt" / f"{t.uid}.h5") as f:
-        X = f["wearer/coco17_world"][()][::3]  # 10 fps is enough here
+    t, X = wearer_landmarks(default_root, step=3)  # 10 fps is enough here
     return t.rig, X
 
 
@@ -59,10 +55,7 @@ def test_swap_helpers():
 
 @pytest.fixture(scope="module")
 def take_15fps(default_root):
-    ds = EgoExoDataset(default_root)
-    t = ds.take(ds.takes()[0].take_uid)
-    with h5py.File(default_root / "gt" / f"{t.uid}.h5") as f:
-        X = f["wearer/coco17_world"][()][::2]
+    t, X = wearer_landmarks(default_root, step=2)
     return t.rig, X
 
 
