@@ -156,8 +156,7 @@ def find_lr_swaps(
         return swap
     dt = np.diff(time_s)
     step = float(np.median(dt))
-    used = (conf > 0)[..., None]
-    corrected = np.where(used, apply_lr_swaps(pixels, swap), np.nan)
+    corrected = apply_lr_swaps(np.where((conf > 0)[..., None], pixels, np.nan), swap)
     max_frames = max(int(round(cfg.temporal_max_s / step)), 1)
     return swap | temporal_lr_swaps(corrected, box_height, dt < 1.5 * step, max_frames, cfg, keep=swap)
 
