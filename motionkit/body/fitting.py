@@ -32,7 +32,7 @@ from motionkit.conventions import (
 from motionkit.geometry.fisheye import kb3_project_torch, theta_max_np
 from motionkit.geometry.interpolation import blend_bracket, fill_gaps_bracket, lerp, slerp_rotmat, slerp_rotvec
 from motionkit.geometry.procrustes import procrustes
-from motionkit.geometry.refine import CameraRefineConfig, CameraRefinement, refine_camera_poses
+from motionkit.geometry.refine import CameraRefineConfig, CameraRefinement, chain_refinements, refine_camera_poses
 from motionkit.kernels import loader as kernel_loader
 from motionkit.kernels import ops as kernel_ops
 
@@ -82,7 +82,8 @@ class BodyFitConfig:
     second_pass_pairs: bool = True  # ... and then their left/right partners as well
     second_pass_iters: int = 100  # ... and re-run stage C for this many iterations (0: no second pass)
     second_pass_rounds: int = 2  # drop-and-refit rounds (the second finds what the first fit's errors hid)
-    refine_cameras: bool = True  # then move each camera onto the fitted landmarks and fit again
+    refine_cameras: bool = True  # then move each camera onto the fitted landmarks and fit again ...
+    camera_refine_rounds: int = 2  # ... this many times
     camera_refine: CameraRefineConfig = CameraRefineConfig()
     window: int = 600
     overlap: int = 40
@@ -735,19 +736,28 @@ def fit_takes(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
 
     With ``cfg.refine_cameras``, each take's cameras are then moved onto its fitted landmarks
     (``refine_camera_poses``, with the fit's final observation weights) and the takes are fitted again
-    through them; ``FitOutput.camera_refinement`` holds the cameras used."""
+    through them, ``cfg.camera_refine_rounds`` times; ``FitOutput.camera_refinement`` holds the cameras
+    used and their change from the calibration."""
     cfg = cfg or BodyFitConfig()
     outs = _fit_takes_once(body, inputs, cfg, progress)
-    if not cfg.refine_cameras:
+    rounds = cfg.camera_refine_rounds if cfg.refine_cameras else 0
+    if not rounds:
         return outs
     rows = coco_rows(body)
-    refined = [
-        refine_camera_poses(x.T_cam_world, x.params, o.joints[:, rows], x.keypoints, o.obs_weight, cfg.camera_refine)
-        for x, o in zip(inputs, outs, strict=True)
+    calibrated = [x.T_cam_world for x in inputs]
+    history = [[] for _ in inputs]
+    for _ in range(rounds):
+        for k, (x, o) in enumerate(zip(inputs, outs, strict=True)):
+            landmarks = o.joints[:, rows]
+            history[k].append(
+                refine_camera_poses(x.T_cam_world, x.params, landmarks, x.keypoints, o.obs_weight, cfg.camera_refine)
+            )
+        inputs = [dataclasses.replace(x, T_cam_world=h[-1].T_cam_world) for x, h in zip(inputs, history, strict=True)]
+        outs = _fit_takes_once(body, inputs, cfg, progress)
+    return [
+        dataclasses.replace(o, camera_refinement=chain_refinements(T, h))
+        for o, T, h in zip(outs, calibrated, history, strict=True)
     ]
-    inputs = [dataclasses.replace(x, T_cam_world=r.T_cam_world) for x, r in zip(inputs, refined, strict=True)]
-    outs = _fit_takes_once(body, inputs, cfg, progress)
-    return [dataclasses.replace(o, camera_refinement=r) for o, r in zip(outs, refined, strict=True)]
 
 
 def _fit_takes_once(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig, progress=None) -> list[FitOutput]:

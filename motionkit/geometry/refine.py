@@ -109,16 +109,30 @@ def refine_camera_poses(
         out = np.array(T_cam_world, dtype=np.float64, copy=True)
         out[:, :3, :3] = (dR @ T[:, :3, :3]).numpy()
         out[:, :3, 3] = ((dR @ T[:, :3, 3:])[..., 0] + trans).numpy()
+    return CameraRefinement(out, *pose_change(T_cam_world, out), _median_px(before, ok), _median_px(after, ok))
+
+
+def pose_change(T_from: np.ndarray, T_to: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(rotation_deg (V,), translation_m (V,))``: the size of the correction ``[dR | dt] = T_to
+    T_from^-1`` between two sets of world -> camera poses ``(V, 4, 4)`` (in the camera's frame)."""
+    D = np.asarray(T_to, np.float64) @ np.linalg.inv(np.asarray(T_from, np.float64))
+    cos = np.clip((np.trace(D[:, :3, :3], axis1=-2, axis2=-1) - 1) / 2, -1.0, 1.0)
+    return np.rad2deg(np.arccos(cos)), np.linalg.norm(D[:, :3, 3], axis=-1)
+
+
+def chain_refinements(T_calibrated: np.ndarray, rounds: list[CameraRefinement]) -> CameraRefinement:
+    """One ``CameraRefinement`` for several rounds run one after the other: the last poses, their
+    change from the calibration, the residuals before the first round and after the last."""
+    last = rounds[-1]
     return CameraRefinement(
-        T_cam_world=out,
-        rotation_deg=np.rad2deg(rot.detach().norm(dim=-1).numpy()),
-        translation_m=trans.detach().norm(dim=-1).numpy(),
-        residual_px_before=_weighted_median_px(before, ok),
-        residual_px_after=_weighted_median_px(after, ok),
+        last.T_cam_world,
+        *pose_change(T_calibrated, last.T_cam_world),
+        rounds[0].residual_px_before,
+        last.residual_px_after,
     )
 
 
-def _weighted_median_px(res: tuple[torch.Tensor, torch.Tensor], ok: np.ndarray) -> np.ndarray:
+def _median_px(res: tuple[torch.Tensor, torch.Tensor], ok: np.ndarray) -> np.ndarray:
     """``(V,)`` median pixel residual over the used observations of each view."""
     e = np.sqrt(res[0].numpy())
     use = ok & res[1].numpy()

@@ -335,9 +335,10 @@ def prepare_fit(ctx: StageContext) -> FitJob:
 
 def fit_progress_total(jobs: list[FitJob]) -> int:
     """Adam iterations ``fit_takes`` runs for these jobs (one batch, two with a long take; all of it
-    twice when the cameras are refined)."""
+    again after each round of camera refinement)."""
     cfg = jobs[0].config
-    calls = (2 if any(len(j.inputs.keypoints) > cfg.window for j in jobs) else 1) * (2 if cfg.refine_cameras else 1)
+    fits = 1 + (cfg.camera_refine_rounds if cfg.refine_cameras else 0)
+    calls = (2 if any(len(j.inputs.keypoints) > cfg.window for j in jobs) else 1) * fits
     return (sum(cfg.iters) + cfg.second_pass_iters * cfg.second_pass_rounds) * calls
 
 

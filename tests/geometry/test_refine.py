@@ -4,7 +4,7 @@ import roma
 import torch
 
 from motionkit.geometry.fisheye import kb3_project_np
-from motionkit.geometry.refine import CameraRefineConfig, refine_camera_poses
+from motionkit.geometry.refine import CameraRefineConfig, chain_refinements, refine_camera_poses
 from tests.helpers import wearer_landmarks
 
 
@@ -72,3 +72,20 @@ def test_a_view_without_weight_keeps_its_pose_and_the_prior_bounds_the_move(scen
     # nothing to fit: the calibration comes back
     none = refine_camera_poses(T_cal, params, X, px, np.zeros_like(w))
     np.testing.assert_array_equal(none.T_cam_world, T_cal)
+
+
+def test_rounds_chain_into_one_change_from_the_calibration(scene):
+    T_true, params, X = scene
+    rng = np.random.default_rng(3)
+    px = _project(T_true, params, X) + rng.normal(0, 3.0, (len(X), len(T_true), 17, 2))
+    w = np.where(np.isfinite(px).all(-1), 1.0, 0.0)
+    T_cal = _perturb(T_true, rng)
+    first = refine_camera_poses(T_cal, params, X, px, w, CameraRefineConfig(iters=3))  # stopped early
+    second = refine_camera_poses(first.T_cam_world, params, X, px, w)
+    both = chain_refinements(T_cal, [first, second])
+    np.testing.assert_array_equal(both.T_cam_world, second.T_cam_world)
+    np.testing.assert_array_equal(both.residual_px_before, first.residual_px_before)
+    np.testing.assert_array_equal(both.residual_px_after, second.residual_px_after)
+    np.testing.assert_allclose(both.rotation_deg, _angle_deg(second.T_cam_world, T_cal), atol=1e-6)
+    moved = second.T_cam_world[:, :3, 3] + (second.T_cam_world[:, :3, :3] @ np.linalg.inv(T_cal)[:, :3, 3:])[..., 0]
+    np.testing.assert_allclose(both.translation_m, np.linalg.norm(moved, axis=-1), atol=1e-9)
