@@ -5,7 +5,8 @@
 a few frames. Per frame, view and left/right pair: triangulate the pair from the other views only,
 project it into this view, and compare this view's summed error with the labels as given (``e_o``)
 and swapped (``e_s``). The pair is swapped when ``e_o > min_error_px`` and ``e_s < ratio * e_o``;
-when most of the testable pairs of a view swap, the whole body is flipped.
+when most of the testable pairs of a view swap, the whole body is flipped (every pair, the ones too
+close together or too rarely seen to be tested as well).
 
 Where the other views cannot test a pair (it is seen in one or two views only), its labels are
 followed in time instead (``temporal_lr_swaps``): between consecutive frames of one view, the pair's
@@ -71,7 +72,8 @@ def detect_lr_swaps(pixels: np.ndarray, conf: np.ndarray, rig: CameraRig, cfg: S
     if cfg.whole_body:
         n_test = testable.sum(-1)
         body = (swap.sum(-1) * 2 > n_test) & (n_test >= 3)
-        swap = np.where(body[..., None], testable, swap)
+        present = np.isfinite(px[..., a, 0]) | np.isfinite(px[..., b, 0])  # testable or not: a flip moves every label
+        swap = np.where(body[..., None], present, swap)
     return swap
 
 

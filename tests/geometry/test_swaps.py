@@ -43,6 +43,24 @@ def test_injected_swaps_are_found_and_undone(take):
     np.testing.assert_array_equal(apply_lr_swaps(bad, found)[agree], px[agree])
 
 
+def test_a_whole_body_flip_moves_the_pairs_it_cannot_test_too(take):
+    """The ears are seen by view 2 only: no other view tests them, but when the rest of the body is
+    flipped in view 2, so are they."""
+    rig, X = take
+    rng = np.random.default_rng(3)
+    px = rig.project(X) + rng.normal(0, 4.0, (len(X), len(rig), 17, 2))
+    conf = np.where(np.isfinite(px).all(-1), 0.9, 0.0)
+    conf[:, [0, 1, 3], 3:5] = 0.0
+    ears = COCO17_LR_PAIRS.index((3, 4))
+    truth = np.zeros((len(X), len(rig), len(COCO17_LR_PAIRS)), bool)
+    truth[50:60, 2] = True
+    found = detect_lr_swaps(apply_lr_swaps(px, truth), conf, rig)
+    body = (found[50:60, 2].sum(-1) * 2 > len(COCO17_LR_PAIRS)) & (conf[50:60, 2, 3:5] > 0).all(-1)
+    assert body.sum() >= 5
+    assert found[50:60, 2, ears][body].all()
+    assert not found[:, 2, ears][~truth[:, 2, ears]].any()
+
+
 def test_swap_helpers():
     v = np.arange(17)[None, None, :, None] * np.ones((2, 1, 17, 2))
     s = np.zeros((2, 1, len(COCO17_LR_PAIRS)), bool)
