@@ -242,7 +242,7 @@ def fit_options(f):
                           "to 1/4..4: pixels of a small far person count more (0: off)."),
         click.option("--refine-cameras/--no-refine-cameras", default=True, show_default=True,
                      help="After the fit, move each camera by a small rotation and translation onto the fitted "
-                          "landmarks and fit again (twice the fit time; the cameras used are in fit/T_cam_world)."),
+                          "landmarks and fit again, twice (three fits in all; the cameras used: fit/T_cam_world)."),
     ]  # fmt: skip
     for opt in reversed(options):
         f = opt(f)
