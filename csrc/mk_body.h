@@ -221,25 +221,58 @@ MK_HD void rot6d_to_rotvec_one_backward(const T* r6, const T* grv, T* g6) {
 // ------------------------------------------------------------------------------------------ reprojection
 // One frame (p, m) of the robust reprojection loss: sums of w GMoF(|pi(R X + t) - x|^2) / sigma^2 and w over
 // V views and J joints (w = weight where the projection is valid). joints (J, 3); R (V, 9), t (V, 3),
-// prm (V, 8), tmax (V) of problem p; obs (V, J, 2), weight (V, J).
+// prm (V, 8), tmax (V) of problem p; obs (V, J, 2), weight (V, J); partner (J) each joint's interchangeable
+// counterpart or -1: where both of a pair are observed and valid in a view, the pair costs the cheaper of
+// its two labellings (observation j on joint j and k on k, or j on k and k on j).
+constexpr int kMaxReprojectionJoints = 32;
+
+template <typename T>
+MK_HD T gmof_ratio(const T* uv, const T* x, T s2) {  // r2 / (s2 + r2)
+  const T e0 = uv[0] - x[0], e1 = uv[1] - x[1];
+  const T r2 = e0 * e0 + e1 * e1;
+  return r2 / (s2 + r2);
+}
+
+// every joint of one view projected (ok[j]: weighted and valid); jac (J, 6) when not null
+template <typename T>
+MK_HD void project_view(const T* joints, const T* Rv, const T* tv, const T* prm, T tmax, const T* wv, int J,
+                        T (*uv)[2], bool* ok, T (*jac)[6]) {
+  for (int j = 0; j < J; ++j) {
+    ok[j] = false;
+    if (!(wv[j] > T(0))) continue;
+    T pc[3];
+    matvec3(Rv, joints + 3 * j, pc);
+    for (int c = 0; c < 3; ++c) pc[c] += tv[c];
+    ok[j] = kb3_project(pc, prm, tmax, uv[j], jac ? jac[j] : static_cast<T*>(nullptr));
+  }
+}
+
+// whether the observations of j and its partner k are matched crossed (k's projection with j's observation)
+template <typename T>
+MK_HD bool crossed_cheaper(const T (*uv)[2], const T* xv, const T* wv, int j, int k, T s2) {
+  const T straight = wv[j] * gmof_ratio(uv[j], xv + 2 * j, s2) + wv[k] * gmof_ratio(uv[k], xv + 2 * k, s2);
+  const T crossed = wv[j] * gmof_ratio(uv[k], xv + 2 * j, s2) + wv[k] * gmof_ratio(uv[j], xv + 2 * k, s2);
+  return crossed < straight;
+}
+
 template <typename T>
 MK_HD void reprojection_frame(const T* joints, const T* R, const T* t, const T* prm, const T* tmax, const T* obs,
-                              const T* weight, int V, int J, T sigma, T* num, T* den) {
+                              const T* weight, const int64_t* partner, int V, int J, T sigma, T* num, T* den) {
   T s2 = sigma * sigma, n = 0, dsum = 0;
-  for (int v = 0; v < V; ++v)
+  T uv[kMaxReprojectionJoints][2];
+  bool ok[kMaxReprojectionJoints];
+  for (int v = 0; v < V; ++v) {
+    const T *wv = weight + v * J, *xv = obs + 2 * v * J;
+    project_view(joints, R + 9 * v, t + 3 * v, prm + 8 * v, tmax[v], wv, J, uv, ok, static_cast<T(*)[6]>(nullptr));
     for (int j = 0; j < J; ++j) {
-      const T w = weight[v * J + j];
-      if (!(w > T(0))) continue;
-      T pc[3], uv[2];
-      matvec3(R + 9 * v, joints + 3 * j, pc);
-      for (int c = 0; c < 3; ++c) pc[c] += t[3 * v + c];
-      if (!kb3_project(pc, prm + 8 * v, tmax[v], uv, static_cast<T*>(nullptr))) continue;
-      const T* x = obs + 2 * (v * J + j);
-      const T e0 = uv[0] - x[0], e1 = uv[1] - x[1];
-      const T r2 = e0 * e0 + e1 * e1;
-      n += w * r2 / (s2 + r2);
-      dsum += w;
+      if (!ok[j]) continue;
+      const int k = static_cast<int>(partner[j]);
+      const bool pair = k >= 0 && ok[k];
+      const int own = pair && crossed_cheaper(uv, xv, wv, j, k, s2) ? k : j;  // the projection x_j is matched to
+      n += wv[j] * gmof_ratio(uv[own], xv + 2 * j, s2);
+      dsum += wv[j];
     }
+  }
   *num = n;
   *den = dsum;
 }
@@ -247,29 +280,32 @@ MK_HD void reprojection_frame(const T* joints, const T* R, const T* t, const T* 
 // gradient w.r.t. the joints (J, 3) of scale * sum w GMoF(...) (scale = upstream gradient / den)
 template <typename T>
 MK_HD void reprojection_frame_backward(const T* joints, const T* R, const T* t, const T* prm, const T* tmax,
-                                       const T* obs, const T* weight, int V, int J, T sigma, T scale, T* gjoints) {
+                                       const T* obs, const T* weight, const int64_t* partner, int V, int J, T sigma,
+                                       T scale, T* gjoints) {
   T s2 = sigma * sigma;
+  T uv[kMaxReprojectionJoints][2], jac[kMaxReprojectionJoints][6];
+  bool ok[kMaxReprojectionJoints];
   for (int e = 0; e < 3 * J; ++e) gjoints[e] = 0;
-  for (int v = 0; v < V; ++v)
+  for (int v = 0; v < V; ++v) {
+    const T *wv = weight + v * J, *xv = obs + 2 * v * J, *Rv = R + 9 * v;
+    project_view(joints, Rv, t + 3 * v, prm + 8 * v, tmax[v], wv, J, uv, ok, jac);
     for (int j = 0; j < J; ++j) {
-      const T w = weight[v * J + j];
-      if (!(w > T(0))) continue;
-      T pc[3], uv[2], jac[6];
-      const T* Rv = R + 9 * v;
-      matvec3(Rv, joints + 3 * j, pc);
-      for (int c = 0; c < 3; ++c) pc[c] += t[3 * v + c];
-      if (!kb3_project(pc, prm + 8 * v, tmax[v], uv, jac)) continue;
-      const T* x = obs + 2 * (v * J + j);
-      const T e0 = uv[0] - x[0], e1 = uv[1] - x[1];
+      if (!ok[j]) continue;
+      const int k = static_cast<int>(partner[j]);
+      const bool pair = k >= 0 && ok[k];
+      const int own = pair && crossed_cheaper(uv, xv, wv, j, k, s2) ? k : j;
+      const T* x = xv + 2 * j;
+      const T e0 = uv[own][0] - x[0], e1 = uv[own][1] - x[1];
       const T r2 = e0 * e0 + e1 * e1;
       const T q = s2 + r2;
-      const T c2 = scale * w * s2 / (q * q) * 2;  // d/dr2 of r2 / (s2 + r2), times d r2 / d e = 2 e
+      const T c2 = scale * wv[j] * s2 / (q * q) * 2;  // d/dr2 of r2 / (s2 + r2), times d r2 / d e = 2 e
       T gpc[3];
-      for (int c = 0; c < 3; ++c) gpc[c] = c2 * (e0 * jac[c] + e1 * jac[3 + c]);
+      for (int c = 0; c < 3; ++c) gpc[c] = c2 * (e0 * jac[own][c] + e1 * jac[own][3 + c]);
       T gX[3];
       matTvec3(Rv, gpc, gX);
-      for (int c = 0; c < 3; ++c) gjoints[3 * j + c] += gX[c];
+      for (int c = 0; c < 3; ++c) gjoints[3 * own + c] += gX[c];
     }
+  }
 }
 
 // ------------------------------------------------------------------------------------------ reductions

@@ -92,7 +92,8 @@ struct ReprojectionSizes {
 
 inline ReprojectionSizes check_reprojection_inputs(const at::Tensor& joints, const at::Tensor& R, const at::Tensor& t,
                                                    const at::Tensor& params, const at::Tensor& theta_max,
-                                                   const at::Tensor& obs, const at::Tensor& weight) {
+                                                   const at::Tensor& obs, const at::Tensor& weight,
+                                                   const at::Tensor& partner) {
   TORCH_CHECK(joints.dim() == 4 && joints.size(3) == 3,
               "motionkit.robust_reprojection: joints must be (P, M, J, 3), got ", joints.sizes());
   const int64_t P = joints.size(0), M = joints.size(1), J = joints.size(2), V = R.size(1);
@@ -106,6 +107,12 @@ inline ReprojectionSizes check_reprojection_inputs(const at::Tensor& joints, con
               obs.sizes());
   TORCH_CHECK(weight.sizes() == at::IntArrayRef({P, M, V, J}), "motionkit.robust_reprojection: weight ",
               weight.sizes());
+  TORCH_CHECK(J <= kMaxReprojectionJoints, "motionkit.robust_reprojection: at most ", kMaxReprojectionJoints,
+              " joints, got ", J);
+  TORCH_CHECK(partner.dim() == 1 && partner.size(0) == J && partner.scalar_type() == at::kLong &&
+                  partner.is_contiguous() && partner.device() == joints.device(),
+              "motionkit.robust_reprojection: partner must be a contiguous int64 (J,) = (", J, ",) tensor on ",
+              joints.device(), ", got ", partner.scalar_type(), " ", partner.sizes(), " on ", partner.device());
   check_same(joints, joints, "joints");
   for (auto& [x, name] : {std::pair<const at::Tensor&, const char*>{R, "R"}, {t, "t"}, {params, "params"},
                           {theta_max, "theta_max"}, {obs, "obs"}, {weight, "weight"}})

@@ -139,8 +139,10 @@ at::Tensor rot6d_to_rotvec_backward_cpu(const at::Tensor& grad, const at::Tensor
 std::tuple<at::Tensor, at::Tensor> robust_reprojection_cpu(const at::Tensor& joints, const at::Tensor& R,
                                                            const at::Tensor& t, const at::Tensor& params,
                                                            const at::Tensor& theta_max, const at::Tensor& obs,
-                                                           const at::Tensor& weight, double sigma) {
-  auto s = mk::check_reprojection_inputs(joints, R, t, params, theta_max, obs, weight);
+                                                           const at::Tensor& weight, const at::Tensor& partner,
+                                                           double sigma) {
+  auto s = mk::check_reprojection_inputs(joints, R, t, params, theta_max, obs, weight, partner);
+  const int64_t* pa = partner.data_ptr<int64_t>();
   auto partial = at::empty({s.P, s.M, 2}, joints.options());
   AT_DISPATCH_FLOATING_TYPES(joints.scalar_type(), "robust_reprojection_cpu", [&] {
     const scalar_t *X = joints.data_ptr<scalar_t>(), *Rp = R.data_ptr<scalar_t>(), *tp = t.data_ptr<scalar_t>();
@@ -152,8 +154,8 @@ std::tuple<at::Tensor, at::Tensor> robust_reprojection_cpu(const at::Tensor& joi
       for (int64_t i = lo; i < hi; ++i) {
         const int64_t p = i / s.M;
         mk::reprojection_frame(X + i * J * 3, Rp + p * V * 9, tp + p * V * 3, pp + p * V * 8, tm + p * V,
-                               ob + i * V * J * 2, w + i * V * J, V, J, static_cast<scalar_t>(sigma), part + 2 * i,
-                               part + 2 * i + 1);
+                               ob + i * V * J * 2, w + i * V * J, pa, V, J, static_cast<scalar_t>(sigma),
+                               part + 2 * i, part + 2 * i + 1);
       }
     });
   });
@@ -163,8 +165,9 @@ std::tuple<at::Tensor, at::Tensor> robust_reprojection_cpu(const at::Tensor& joi
 at::Tensor robust_reprojection_backward_cpu(const at::Tensor& grad, const at::Tensor& den, const at::Tensor& joints,
                                             const at::Tensor& R, const at::Tensor& t, const at::Tensor& params,
                                             const at::Tensor& theta_max, const at::Tensor& obs,
-                                            const at::Tensor& weight, double sigma) {
-  auto s = mk::check_reprojection_inputs(joints, R, t, params, theta_max, obs, weight);
+                                            const at::Tensor& weight, const at::Tensor& partner, double sigma) {
+  auto s = mk::check_reprojection_inputs(joints, R, t, params, theta_max, obs, weight, partner);
+  const int64_t* pa = partner.data_ptr<int64_t>();
   auto g = grad.contiguous();
   auto out = at::empty_like(joints);
   AT_DISPATCH_FLOATING_TYPES(joints.scalar_type(), "robust_reprojection_backward_cpu", [&] {
@@ -178,7 +181,7 @@ at::Tensor robust_reprojection_backward_cpu(const at::Tensor& grad, const at::Te
       for (int64_t i = lo; i < hi; ++i) {
         const int64_t p = i / s.M;
         mk::reprojection_frame_backward(X + i * J * 3, Rp + p * V * 9, tp + p * V * 3, pp + p * V * 8, tm + p * V,
-                                        ob + i * V * J * 2, w + i * V * J, V, J, static_cast<scalar_t>(sigma),
+                                        ob + i * V * J * 2, w + i * V * J, pa, V, J, static_cast<scalar_t>(sigma),
                                         mk::mean_scale(gp, dp, p, mk::kReprojectionClamp),
                                         o + i * J * 3);
       }
@@ -271,7 +274,7 @@ TORCH_LIBRARY(motionkit, m) {
   m.def("rot6d_to_rotvec_backward(Tensor grad, Tensor rot6d) -> Tensor");
   m.def(
       "robust_reprojection(Tensor joints, Tensor R, Tensor t, Tensor params, Tensor theta_max, Tensor obs, "
-      "Tensor weight, float sigma) -> (Tensor, Tensor)");
+      "Tensor weight, Tensor partner, float sigma) -> (Tensor, Tensor)");
   m.def(
       "prior_terms(Tensor J, Tensor coco, Tensor tri, Tensor tri_w, Tensor fm, Tensor fps, Tensor go6, Tensor rv, "
       "Tensor limits, float sigma3, int n_acc) -> (Tensor, Tensor)");
@@ -280,7 +283,7 @@ TORCH_LIBRARY(motionkit, m) {
       "Tensor fps, Tensor go6, Tensor rv, Tensor limits, float sigma3, int n_acc) -> (Tensor, Tensor, Tensor)");
   m.def(
       "robust_reprojection_backward(Tensor grad, Tensor den, Tensor joints, Tensor R, Tensor t, Tensor params, "
-      "Tensor theta_max, Tensor obs, Tensor weight, float sigma) -> Tensor");
+      "Tensor theta_max, Tensor obs, Tensor weight, Tensor partner, float sigma) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(motionkit, CPU, m) {

@@ -51,23 +51,24 @@ __global__ void rotvec_backward_kernel(const T* r6, const T* g, T* out, int64_t 
 
 template <typename T>
 __global__ void reprojection_kernel(const T* X, const T* R, const T* t, const T* prm, const T* tmax, const T* obs,
-                                    const T* w, int64_t PM, int64_t M, int V, int J, T sigma, T* part) {
+                                    const T* w, const int64_t* partner, int64_t PM, int64_t M, int V, int J, T sigma,
+                                    T* part) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i >= PM) return;
   const int64_t p = i / M;
   mk::reprojection_frame(X + i * J * 3, R + p * V * 9, t + p * V * 3, prm + p * V * 8, tmax + p * V,
-                         obs + i * V * J * 2, w + i * V * J, V, J, sigma, part + 2 * i, part + 2 * i + 1);
+                         obs + i * V * J * 2, w + i * V * J, partner, V, J, sigma, part + 2 * i, part + 2 * i + 1);
 }
 
 template <typename T>
 __global__ void reprojection_backward_kernel(const T* X, const T* R, const T* t, const T* prm, const T* tmax,
-                                             const T* obs, const T* w, int64_t PM, int64_t M, int V, int J, T sigma,
-                                             const T* grad, const T* den, T* out) {
+                                             const T* obs, const T* w, const int64_t* partner, int64_t PM,
+                                             int64_t M, int V, int J, T sigma, const T* grad, const T* den, T* out) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i >= PM) return;
   const int64_t p = i / M;
   mk::reprojection_frame_backward(X + i * J * 3, R + p * V * 9, t + p * V * 3, prm + p * V * 8, tmax + p * V,
-                                  obs + i * V * J * 2, w + i * V * J, V, J, sigma,
+                                  obs + i * V * J * 2, w + i * V * J, partner, V, J, sigma,
                                   mk::mean_scale(grad, den, p, mk::kReprojectionClamp), out + i * J * 3);
 }
 
@@ -211,15 +212,16 @@ at::Tensor rot6d_to_rotvec_backward_cuda(const at::Tensor& grad, const at::Tenso
 std::tuple<at::Tensor, at::Tensor> robust_reprojection_cuda(const at::Tensor& joints, const at::Tensor& R,
                                                             const at::Tensor& t, const at::Tensor& params,
                                                             const at::Tensor& theta_max, const at::Tensor& obs,
-                                                            const at::Tensor& weight, double sigma) {
-  auto s = mk::check_reprojection_inputs(joints, R, t, params, theta_max, obs, weight);
+                                                            const at::Tensor& weight, const at::Tensor& partner,
+                                                            double sigma) {
+  auto s = mk::check_reprojection_inputs(joints, R, t, params, theta_max, obs, weight, partner);
   c10::cuda::CUDAGuard guard(joints.device());
   auto partial = at::empty({s.P, s.M, 2}, joints.options());
   AT_DISPATCH_FLOATING_TYPES(joints.scalar_type(), "robust_reprojection_cuda", [&] {
     MK_LAUNCH(reprojection_kernel<scalar_t>, s.P * s.M, joints.data_ptr<scalar_t>(), R.data_ptr<scalar_t>(),
               t.data_ptr<scalar_t>(), params.data_ptr<scalar_t>(), theta_max.data_ptr<scalar_t>(),
-              obs.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(), s.P * s.M, s.M, s.V, s.J,
-              static_cast<scalar_t>(sigma), partial.data_ptr<scalar_t>());
+              obs.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(), partner.data_ptr<int64_t>(), s.P * s.M, s.M,
+              s.V, s.J, static_cast<scalar_t>(sigma), partial.data_ptr<scalar_t>());
   });
   return reduce(partial, 1, mk::kReprojectionClamp, {s.P});
 }
@@ -227,16 +229,17 @@ std::tuple<at::Tensor, at::Tensor> robust_reprojection_cuda(const at::Tensor& jo
 at::Tensor robust_reprojection_backward_cuda(const at::Tensor& grad, const at::Tensor& den, const at::Tensor& joints,
                                              const at::Tensor& R, const at::Tensor& t, const at::Tensor& params,
                                              const at::Tensor& theta_max, const at::Tensor& obs,
-                                             const at::Tensor& weight, double sigma) {
-  auto s = mk::check_reprojection_inputs(joints, R, t, params, theta_max, obs, weight);
+                                             const at::Tensor& weight, const at::Tensor& partner, double sigma) {
+  auto s = mk::check_reprojection_inputs(joints, R, t, params, theta_max, obs, weight, partner);
   c10::cuda::CUDAGuard guard(joints.device());
   auto g = grad.contiguous();
   auto out = at::empty_like(joints);
   AT_DISPATCH_FLOATING_TYPES(joints.scalar_type(), "robust_reprojection_backward_cuda", [&] {
     MK_LAUNCH(reprojection_backward_kernel<scalar_t>, s.P * s.M, joints.data_ptr<scalar_t>(), R.data_ptr<scalar_t>(),
               t.data_ptr<scalar_t>(), params.data_ptr<scalar_t>(), theta_max.data_ptr<scalar_t>(),
-              obs.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(), s.P * s.M, s.M, s.V, s.J,
-              static_cast<scalar_t>(sigma), g.data_ptr<scalar_t>(), den.data_ptr<scalar_t>(), out.data_ptr<scalar_t>());
+              obs.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(), partner.data_ptr<int64_t>(), s.P * s.M, s.M,
+              s.V, s.J, static_cast<scalar_t>(sigma), g.data_ptr<scalar_t>(), den.data_ptr<scalar_t>(),
+              out.data_ptr<scalar_t>());
   });
   return out;
 }

@@ -32,6 +32,8 @@ COCO17_INDEX = {n: i for i, n in enumerate(COCO17_NAMES)}
 COCO17_LR_PAIRS: tuple[tuple[int, int], ...] = (
     (1, 2), (3, 4), (5, 6), (7, 8), (9, 10), (11, 12), (13, 14), (15, 16),
 )  # fmt: skip
+# the limbs' pairs (elbows, wrists, knees, ankles): the labels 2D detectors confuse most
+COCO17_LIMB_LR_PAIRS: tuple[tuple[int, int], ...] = ((7, 8), (9, 10), (13, 14), (15, 16))
 COCO17_FLIP = np.arange(17)
 for _a, _b in COCO17_LR_PAIRS:
     COCO17_FLIP[_a], COCO17_FLIP[_b] = _b, _a

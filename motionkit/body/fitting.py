@@ -21,6 +21,7 @@ from scipy.ndimage import gaussian_filter1d
 from motionkit.body.model import BodyModel
 from motionkit.conventions import (
     COCO17_FLIP,
+    COCO17_LIMB_LR_PAIRS,
     SMPLX_JOINT_LIMITS,
     SMPLX_NUM_JOINTS,
     SMPLX_PARENTS,
@@ -80,6 +81,7 @@ class BodyFitConfig:
     second_pass_px: float = 30.0  # after stage C, drop observations farther than this from the fitted body
     second_pass_sides: bool = True  # ... and those nearer their left/right counterpart's projection than their own
     second_pass_pairs: bool = True  # ... and then their left/right partners as well
+    symmetric_limbs: bool = True  # each view's limb pair costs the cheaper of its two labellings (reprojection_loss)
     second_pass_iters: int = 100  # ... and re-run stage C for this many iterations (0: no second pass)
     second_pass_rounds: int = 2  # drop-and-refit rounds (the second finds what the first fit's errors hid)
     refine_cameras: bool = True  # then move each camera onto the fitted landmarks and fit again ...
@@ -141,11 +143,14 @@ def gmof(r2: torch.Tensor, sigma: float) -> torch.Tensor:
     return r2 / (sigma * sigma + r2)
 
 
-def reprojection_loss(joints_world, R_cw, t_cw, params, obs_px, weight, sigma, theta_max=None):
+def reprojection_loss(joints_world, R_cw, t_cw, params, obs_px, weight, sigma, theta_max=None, partner=None):
     """Robust reprojection of ``joints_world (..., M, J, 3)`` into ``V`` fisheye cameras
     (``R_cw (..., V, 3, 3)``, ``t_cw (..., V, 3)``, ``params (..., V, 8)``) against ``obs_px
     (..., M, V, J, 2)`` with ``weight (..., M, V, J)``: per problem ``sum w GMoF(|pi(X) - x|; sigma) /
     sigma^2 / sum w``, shape ``(...)``. ``theta_max (..., V)``: the cameras' valid angles, if precomputed.
+    ``partner (J,)`` int64: each joint's interchangeable counterpart, or -1 (``reprojection_partners``);
+    where both joints of such a pair are observed in a view, the pair costs the cheaper of its two
+    labellings (a detector's left/right confusion costs nothing then, whichever view made it).
 
     One function on purpose: a fused CUDA kernel can replace it.
     """
@@ -154,8 +159,25 @@ def reprojection_loss(joints_world, R_cw, t_cw, params, obs_px, weight, sigma, t
     uv, valid = kb3_project_torch(pc, params[..., None, :, None, :], return_valid=True, theta_max=tmax)
     w = weight * valid
     r2 = ((uv - obs_px) ** 2).sum(-1)
-    r2 = torch.where(w > 0, r2, torch.zeros_like(r2))
-    return (w * gmof(r2, sigma)).sum((-1, -2, -3)) / w.sum((-1, -2, -3)).clamp_min(1e-6)
+    per_obs = w * gmof(torch.where(w > 0, r2, torch.zeros_like(r2)), sigma)
+    if partner is not None:
+        other = partner.clamp_min(0)
+        pair = (partner >= 0) & (w > 0) & (w[..., other] > 0)
+        r2x = ((uv[..., other, :] - obs_px) ** 2).sum(-1)  # observation j against its partner's projection
+        crossed_obs = w * gmof(torch.where(pair, r2x, torch.zeros_like(r2x)), sigma)
+        crossed = pair & (crossed_obs + crossed_obs[..., other] < per_obs + per_obs[..., other])
+        per_obs = torch.where(crossed, crossed_obs, per_obs)
+    return per_obs.sum((-1, -2, -3)) / w.sum((-1, -2, -3)).clamp_min(1e-6)
+
+
+def reprojection_partners(pairs: tuple[tuple[int, int], ...], n_joints: int) -> np.ndarray:
+    """``(n_joints,)`` int64: each joint's counterpart in ``pairs`` (disjoint index pairs), -1 for the others."""
+    partner = np.full(n_joints, -1, dtype=np.int64)
+    for a, b in pairs:
+        if not (0 <= a < n_joints and 0 <= b < n_joints and a != b) or partner[a] >= 0 or partner[b] >= 0:
+            raise ValueError(f"pairs must be disjoint pairs of distinct joints below {n_joints}; got {pairs}")
+        partner[a], partner[b] = b, a
+    return partner
 
 
 def limit_loss(body_pose_rotvec: torch.Tensor, limits=JOINT_LIMITS) -> torch.Tensor:
@@ -553,10 +575,14 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
             return kernel_ops.rot6d_to_rotvec(rot)[:, :, 1:]
         return roma.rotmat_to_rotvec(roma.special_gramschmidt(rot[:, :, 1:]))
 
+    partner = None
+    if cfg.symmetric_limbs:
+        partner = torch.as_tensor(reprojection_partners(COCO17_LIMB_LR_PAIRS, len(coco_np)), device=dev)
+
     def reprojection(Jo):
         if fused:
-            return kernel_ops.robust_reprojection(Jo, R_cw, t_cw, params, tmax, kp, wt, cfg.sigma_px)
-        return reprojection_loss(Jo, R_cw, t_cw, params, kp, wt, cfg.sigma_px, tmax)
+            return kernel_ops.robust_reprojection(Jo, R_cw, t_cw, params, tmax, kp, wt, cfg.sigma_px, partner)
+        return reprojection_loss(Jo, R_cw, t_cw, params, kp, wt, cfg.sigma_px, tmax, partner)
 
     terms_names = ("rep",) + PRIOR_TERMS + ("shape",) + (("landmarks",) if learn_lm else ())
     no_term = torch.zeros(P, 1, dtype=dt, device=dev)

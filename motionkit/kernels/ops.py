@@ -48,7 +48,7 @@ def register_autograd() -> None:
     def rep_backward(ctx, grad_loss, grad_den):
         den, *inp = ctx.saved_tensors
         g = torch.ops.motionkit.robust_reprojection_backward(grad_loss.contiguous(), den, *inp, ctx.sigma)
-        return (g,) + (None,) * 7
+        return (g,) + (None,) * 8
 
     lib.register_autograd("motionkit::robust_reprojection", rep_backward, setup_context=rep_setup)
 
@@ -101,16 +101,21 @@ def rot6d_to_rotvec(rot6d: torch.Tensor) -> torch.Tensor:
     return torch.ops.motionkit.rot6d_to_rotvec(flat).reshape(*rot6d.shape[:-2], 3)
 
 
-def robust_reprojection(joints, R_cw, t_cw, params, theta_max, obs_px, weight, sigma: float) -> torch.Tensor:
+def robust_reprojection(
+    joints, R_cw, t_cw, params, theta_max, obs_px, weight, sigma: float, partner: torch.Tensor | None = None
+) -> torch.Tensor:
     """Per-problem robust KB3 reprojection loss ``(P,)``: ``sum w GMoF(r^2) / sum w`` (see
     ``motionkit.body.fitting.reprojection_loss``), fused in one pass.
 
     ``joints (P, M, J, 3)`` world; ``R_cw (P, V, 3, 3)``, ``t_cw (P, V, 3)``, ``params (P, V, 8)``,
-    ``theta_max (P, V)``; ``obs_px (P, M, V, J, 2)``; ``weight (P, M, V, J)``. Gradient w.r.t. ``joints``
-    only (cameras and observations are constants of the fit).
+    ``theta_max (P, V)``; ``obs_px (P, M, V, J, 2)``; ``weight (P, M, V, J)``; ``partner (J,)`` int64,
+    each joint's interchangeable counterpart or -1 (``reprojection_partners``; None: no pairs), on the
+    joints' device. Gradient w.r.t. ``joints`` only (cameras and observations are constants of the fit).
     """
     register_autograd()
-    c = [x.contiguous() for x in (joints, R_cw, t_cw, params, theta_max, obs_px, weight)]
+    if partner is None:
+        partner = torch.full((joints.shape[-2],), -1, dtype=torch.int64, device=joints.device)
+    c = [x.contiguous() for x in (joints, R_cw, t_cw, params, theta_max, obs_px, weight, partner)]
     return torch.ops.motionkit.robust_reprojection(*c, float(sigma))[0]
 
 

@@ -11,8 +11,9 @@ import roma
 import torch
 
 from motionkit import kernels
-from motionkit.body.fitting import prior_terms, reprojection_loss
+from motionkit.body.fitting import prior_terms, reprojection_loss, reprojection_partners
 from motionkit.body.model import BodyModel
+from motionkit.conventions import COCO17_LIMB_LR_PAIRS
 from motionkit.geometry.camera import look_at
 from motionkit.geometry.fisheye import kb3_project_torch, theta_max_np
 from motionkit.kernels import ops
@@ -153,6 +154,57 @@ def test_robust_reprojection_equals_the_torch_loss_forward_and_backward():
 def test_robust_reprojection_gradcheck():
     X, R, t, params, tmax, obs, w = _reprojection_problem(seed=5, P=1, M=2, V=2, J=4)
     assert torch.autograd.gradcheck(lambda x: ops.robust_reprojection(x, R, t, params, tmax, obs, w, 50.0), (X,))
+    partner = torch.tensor([1, 0, -1, -1])
+    assert torch.autograd.gradcheck(
+        lambda x: ops.robust_reprojection(x, R, t, params, tmax, obs, w, 50.0, partner), (X,)
+    )
+
+
+def _limb_swapped(obs: torch.Tensor, w: torch.Tensor, every: int = 2):
+    """``obs``, ``w`` with the limb pairs' labels exchanged in every ``every``-th (frame, view)."""
+    obs, w = obs.clone(), w.clone()
+    sel = torch.zeros(obs.shape[:-2], dtype=torch.bool)
+    sel.view(-1)[::every] = True
+    for a, b in COCO17_LIMB_LR_PAIRS:
+        obs[sel, a], obs[sel, b] = obs[sel, b].clone(), obs[sel, a].clone()
+        w[sel, a], w[sel, b] = w[sel, b].clone(), w[sel, a].clone()
+    return obs, w
+
+
+def test_limb_pairs_cost_their_cheaper_labelling():
+    """With the limb pairs interchangeable, labels exchanged in some views cost what the right ones cost
+    when those fit better (observations 2 px off, both labels of every pair observed), and never more
+    than the labels as given otherwise; the fused operator equals the torch reference, gradients included."""
+    X, R, t, params, tmax, obs, w = _reprojection_problem(seed=9)
+    partner = torch.as_tensor(reprojection_partners(COCO17_LIMB_LR_PAIRS, 17))
+    pc = torch.einsum("pvij,pmkj->pmvki", R, X.detach()) + t[:, None, :, None]
+    tm = tmax[:, None, :, None]
+    exact, valid = kb3_project_torch(pc, params[:, None, :, None], return_valid=True, theta_max=tm)
+    noise = 2.0 * torch.randn(exact.shape, generator=torch.Generator().manual_seed(1), dtype=F64)
+    near = torch.nan_to_num(exact, nan=100.0) + noise
+    # a pair is only exchanged where both of its labels are observed (and project): weight them all
+    other = partner.clamp_min(0)
+    both = torch.where(valid & valid[..., other], w.clamp_min(0.5), 0.0)
+    assert (both[..., [7, 8, 9, 10, 13, 14, 15, 16]] > 0).sum() >= 40
+    swapped, w_swapped = _limb_swapped(near, both)
+    plain = reprojection_loss(X, R, t, params, near, both, 100.0, tmax)
+    symmetric = reprojection_loss(X, R, t, params, swapped, w_swapped, 100.0, tmax, partner)
+    assert _rel(symmetric, plain) < 1e-12
+    assert (reprojection_loss(X, R, t, params, swapped, w_swapped, 100.0, tmax) > 5 * plain).all()
+    for o, ww in ((obs, w), _limb_swapped(obs, w, every=3)):  # 30 px noise: some pairs cross, some do not
+        ref = reprojection_loss(X, R, t, params, o, ww, 100.0, tmax, partner)
+        out = ops.robust_reprojection(X, R, t, params, tmax, o, ww, 100.0, partner)
+        assert _rel(out, ref) < 1e-12
+        assert (ref <= reprojection_loss(X, R, t, params, o, ww, 100.0, tmax) + 1e-15).all()
+        g = torch.tensor([0.7, -1.3], dtype=F64)
+        assert _rel(torch.autograd.grad((out * g).sum(), X)[0], torch.autograd.grad((ref * g).sum(), X)[0]) < 1e-10
+
+
+def test_reprojection_partners():
+    np.testing.assert_array_equal(reprojection_partners(((0, 2),), 4), [2, -1, 0, -1])
+    for bad in (((0, 0),), ((0, 4),), ((0, 1), (1, 2))):
+        with pytest.raises(ValueError, match="disjoint pairs"):
+            reprojection_partners(bad, 4)
 
 
 def _prior_problem(seed: int = 8, P: int = 2, M: int = 7):
@@ -245,6 +297,8 @@ def test_bad_shapes_give_clear_errors(body64):
     X, R, t, params, tmax, obs, w = _reprojection_problem()
     with pytest.raises(RuntimeError, match="obs must be"):
         ops.robust_reprojection(X, R, t, params, tmax, obs[:, :, :1], w, 100.0)
+    with pytest.raises(RuntimeError, match="partner must be"):
+        ops.robust_reprojection(X, R, t, params, tmax, obs, w, 100.0, torch.zeros(3, dtype=torch.int64))
 
 
 @pytest.mark.gpu
@@ -270,6 +324,13 @@ def test_cuda_equals_cpu(body64):
     gx = torch.autograd.grad(loss.sum(), X)[0]
     Xc = X.detach().cuda().requires_grad_(True)
     lossc = ops.robust_reprojection(Xc, *(a.cuda() for a in (R, t, params, tmax, obs, w)), 100.0)
+    assert _rel(lossc.cpu(), loss) < 1e-12
+    assert _rel(torch.autograd.grad(lossc.sum(), Xc)[0].cpu(), gx) < 1e-10
+    partner = torch.as_tensor(reprojection_partners(COCO17_LIMB_LR_PAIRS, 17))
+    obs_s, w_s = _limb_swapped(obs, w, every=3)
+    loss = ops.robust_reprojection(X, R, t, params, tmax, obs_s, w_s, 100.0, partner)
+    gx = torch.autograd.grad(loss.sum(), X)[0]
+    lossc = ops.robust_reprojection(Xc, *(a.cuda() for a in (R, t, params, tmax, obs_s, w_s)), 100.0, partner.cuda())
     assert _rel(lossc.cpu(), loss) < 1e-12
     assert _rel(torch.autograd.grad(lossc.sum(), Xc)[0].cpu(), gx) < 1e-10
     args = _prior_problem(P=2, M=30)
