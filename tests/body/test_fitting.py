@@ -100,16 +100,16 @@ def test_fit_accuracy_coverage_and_smoothness(default_root, fitted):
         seen2 = vis[:, [names.index(c) for c in cams]].sum(1) >= 2
         pred = r["joints/coco17"]
         # realistic preset: the truth is the subject's surface landmarks (another body model than the
-        # fitter's; the fit learns the take's landmark offsets); measured 22.4 / 22.3 mm PA-MPJPE,
-        # 25.3 / 25.9 mm MPJPE (10-s takes)
-        assert np.nanmean(pa_mpjpe(pred, gt)) <= 25.0
-        assert np.nanmean(mpjpe(pred, gt)) <= 29.0
+        # fitter's; the fit learns the take's landmark offsets); measured 21.4 / 19.6 mm PA-MPJPE,
+        # 24.5 / 22.7 mm MPJPE (10-s takes)
+        assert np.nanmean(pa_mpjpe(pred, gt)) <= 23.5
+        assert np.nanmean(mpjpe(pred, gt)) <= 27.0
         assert r["valid"][seen2].mean() >= 0.98
         tri = r["triangulation/points"]
         tri_ok = np.isfinite(tri).all((-1, -2))
         acc_fit = np.nanmean(accel_error(np.nan_to_num(pred), gt, 20.0, valid=r["valid"].astype(bool) & tri_ok))
         acc_tri = np.nanmean(accel_error(np.nan_to_num(tri), gt, 20.0, valid=tri_ok))
-        assert acc_fit <= 0.3 * acc_tri  # measured 5.7 vs 33.3 and 4.6 vs 28.9 m/s^2
+        assert acc_fit <= 0.2 * acc_tri  # measured 5.4 vs 34.0 and 4.2 vs 29.0 m/s^2
         # the result file carries what the issue asks for
         M = len(r["time_s"])
         assert r["smplx/global_orient"].shape == (M, 3) and r["smplx/body_pose"].shape == (M, 63)
@@ -132,7 +132,7 @@ def test_fit_accuracy_coverage_and_smoothness(default_root, fitted):
         off = r["fit/landmark_offset_m"]
         assert (off[:5] == 0).all() and np.abs(off).max() < 0.04
         assert off[[11, 12], 1].mean() > 0.006 and (off[[13, 14], 2] > 0.008).all(), off
-        assert r["eval/pa_mpjpe_mm"] <= 27.5  # uncorrected, against noisy annotation3D; measured 24.7 / 24.9
+        assert r["eval/pa_mpjpe_mm"] <= 26.0  # uncorrected, against noisy annotation3D; measured 23.7 / 23.1
         assert r.body_model["synthetic"] is True
         for p in oc.plots:
             assert p.endswith(".png")
@@ -148,11 +148,11 @@ def test_observation_weights_follow_the_truth(default_root, fitted):
         assert (w[r["association/det_index"] < 0] == 0).all()
         assert r.group_attrs["fit"]["second_pass_dropped"] > 0
         d = take_difficulty(default_root, r.attrs["take_uid"], out)
-        # measured far 1.6 % / 1.1 %, near 91.2 % / 92.1 % (the side check of the second pass and its pair
-        # rule drop some right ones where left and right are close together), swaps handled 84 % / 97 %
+        # measured far 1.4 % / 0.9 %, near 91.7 % / 94.0 % (the side check of the second pass and its pair
+        # rule drop some right ones where left and right are close together), swaps handled 92 % / 100 %
         assert d["far_obs_keeping_weight"] <= 0.025
         assert d["near_obs_keeping_weight"] >= 0.90
-        assert d["swapped_camera_frames_handled"] >= 0.8
+        assert d["swapped_camera_frames_handled"] >= 0.85
 
 
 def _miss_px(rig: CameraRig, true: CameraRig, points: np.ndarray) -> np.ndarray:
@@ -322,10 +322,11 @@ def test_fused_and_torch_fits_agree_against_the_truth(default_root, fitted):
     pa = {k: np.nanmean(pa_mpjpe(f.joints[:, list(SMPLX_TO_COCO17)], gt)) for k, f in fits.items()}  # mm
     assert abs(pa["fused"] - pa["torch"]) <= 0.1, pa
     diff = np.linalg.norm(fits["fused"].joints - fits["torch"].joints, axis=-1)
-    # metres: float32 sums in another order, through ~700 Adam steps of a non-convex fit (measured 1.03 mm
-    # on this take since the temporal swap check changed its inputs, under 1 mm before); single frames
-    # may drift further
-    assert np.median(diff) < 1.25e-3
+    # metres: float32 sums in another order, through ~700 Adam steps of a non-convex fit whose limb pairs
+    # choose a labelling per view (symmetric_limbs: a near-tie may go either way). Measured 1.26 mm on this
+    # take (1.03 mm before the symmetric limbs, under 1 mm before the temporal swap check changed its
+    # inputs); single frames may drift further
+    assert np.median(diff) < 1.5e-3
 
 
 def test_fused_iteration_dispatches_at_most_5_percent_of_the_torch_operations(fitted):
