@@ -7,7 +7,23 @@ import pytest
 import roma
 import torch
 
-from motionkit.body.fitting import JOINT_LIMITS, coco_rows, gmof, limit_loss, reprojection_loss, rotation_between
+from motionkit.body.fitting import (
+    FACE_KEYPOINTS,
+    JOINT_LIMITS,
+    BodyFitConfig,
+    FitInputs,
+    coco_rows,
+    fit_batch,
+    fit_body_model,
+    fit_sequence,
+    fit_take,
+    fit_takes,
+    gmof,
+    limit_loss,
+    reprojection_loss,
+    rotation_between,
+    smooth_in_time,
+)
 from motionkit.body.model import BodyModel
 from motionkit.conventions import SMPLX_JOINT_NAMES
 from motionkit.data.egoexo4d import EgoExoDataset
@@ -223,7 +239,6 @@ def test_no_wearer_found_is_recorded(tmp_path, synth_root):
 def test_windowed_fit_matches_the_single_window_fit(default_root, fitted):
     """Long takes are fitted in overlapping windows with a frozen shape: force small windows on a
     10-s take and compare with the one-window fit stored by the pipeline."""
-    from motionkit.body.fitting import FACE_KEYPOINTS, BodyFitConfig, FitInputs, fit_take
 
     out, outcomes = fitted
     r = outcomes[0].result
@@ -248,7 +263,6 @@ def test_windowed_fit_matches_the_single_window_fit(default_root, fitted):
 def test_batched_problems_stay_independent(fitted):
     """Several takes fitted as one batch give the same result as fitting each alone (per-problem
     losses + Adam), even with different lengths and camera counts."""
-    from motionkit.body.fitting import FACE_KEYPOINTS, BodyFitConfig, FitInputs, fit_batch, fit_sequence
 
     _, outcomes = fitted
     inputs = []
@@ -274,7 +288,6 @@ def test_batched_problems_stay_independent(fitted):
 
 
 def test_smooth_in_time_removes_noise_fills_short_gaps_and_keeps_long_ones():
-    from motionkit.body.fitting import smooth_in_time
 
     rng = np.random.default_rng(0)
     t = np.arange(200) / 20.0
@@ -292,7 +305,6 @@ def test_smooth_in_time_removes_noise_fills_short_gaps_and_keeps_long_ones():
 
 
 def _inputs_from_result(r, n=None, v=None):
-    from motionkit.body.fitting import FitInputs
 
     n = n or len(r["grid/frame_index"])
     v = v or r["association/keypoints"].shape[1]
@@ -308,7 +320,6 @@ def test_fused_and_torch_fits_agree_against_the_truth(default_root, fitted):
     the synthetic truth differs by <= 0.1 mm (issue acceptance); the fits themselves agree closely."""
     import h5py
 
-    from motionkit.body.fitting import FACE_KEYPOINTS, BodyFitConfig, fit_sequence
     from motionkit.conventions import SMPLX_TO_COCO17
     from motionkit.eval.metrics import pa_mpjpe
 
@@ -334,8 +345,6 @@ def test_fused_iteration_dispatches_at_most_5_percent_of_the_torch_operations(fi
     torch path (profiler; per iteration = difference of 3 and 1 iterations)."""
     from torch.profiler import ProfilerActivity, profile
 
-    from motionkit.body.fitting import FACE_KEYPOINTS, BodyFitConfig, fit_batch
-
     _, outcomes = fitted
     inp = _inputs_from_result(outcomes[0].result, n=40)
     body = BodyModel(vertex_keypoints=FACE_KEYPOINTS)
@@ -354,7 +363,6 @@ def test_fused_iteration_dispatches_at_most_5_percent_of_the_torch_operations(fi
 def test_fit_takes_batches_long_and_short_takes_like_fitting_each_alone(fitted):
     """fit_takes: a long take (windows) and a short one fitted together equal fit_take of each, bit for
     bit on the fused operators (padding included)."""
-    from motionkit.body.fitting import FACE_KEYPOINTS, BodyFitConfig, fit_take, fit_takes
 
     _, outcomes = fitted
     long_inp = _inputs_from_result(outcomes[0].result, n=150)
@@ -369,26 +377,34 @@ def test_fit_takes_batches_long_and_short_takes_like_fitting_each_alone(fitted):
         np.testing.assert_array_equal(got.betas, ref.betas)
 
 
+def _take_start(r, n: int = 120) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The first ``n`` grid frames of a fitted result: ``selected (n, V)``, fit weights ``(n, V, 17)``
+    (confidence x association confidence) and a copy of the keypoints ``(n, V, 17, 2)``."""
+    sel = r["association/det_index"][:n] >= 0
+    w = r["association/confidence"][:n] * r["association/assoc_conf"][:n, :, None] * sel[..., None]
+    return sel, w, r["association/keypoints"][:n].copy()
+
+
+def _start_inputs(r, kp: np.ndarray, w: np.ndarray):
+    """``FitInputs`` of the first ``len(kp)`` grid frames of ``r`` with these keypoints and weights."""
+    n = len(kp)
+    return FitInputs(20.0, kp, w, r["grid/frame_index"][:n], r["triangulation/points"][:n], r["cameras/params"],
+                     np.linalg.inv(r["cameras/T_world_cam"]))  # fmt: skip
+
+
 def test_second_pass_drops_left_right_labels_the_fitted_body_contradicts(fitted):
     """Eyes swapped in one view for 30 frames: each swapped eye is within 30 px of its own projection
     (the eyes are close together), so only the side check of the second pass removes them, and its
     pair rule (``second_pass_pairs``) the partners it left."""
-    from motionkit.body.fitting import BodyFitConfig, FitInputs, fit_body_model, fit_sequence
-
-    _, outcomes = fitted
-    r = outcomes[0].result
-    n = 120
-    sel = r["association/det_index"][:n] >= 0
-    w = r["association/confidence"][:n] * r["association/assoc_conf"][:n, :, None] * sel[..., None]
-    kp = r["association/keypoints"][:n].copy()
+    r = fitted[1][0].result
+    sel, w, kp = _take_start(r)
     eyes = [1, 2]
     sep = np.linalg.norm(kp[:, :, 1] - kp[:, :, 2], axis=-1)
     v = int(np.nanargmax(np.nanmedian(np.where(sel, sep, np.nan), axis=0)))  # the view where they are farthest apart
     frames = np.flatnonzero(sel[:, v] & (w[:, v, eyes] > 0).all(-1) & (sep[:, v] > 8) & (sep[:, v] < 25))[:30]
     assert len(frames) >= 15
     kp[frames, v, 1], kp[frames, v, 2] = kp[frames, v, 2].copy(), kp[frames, v, 1].copy()
-    inp = FitInputs(20.0, kp, w, r["grid/frame_index"][:n], r["triangulation/points"][:n], r["cameras/params"],
-                    np.linalg.inv(r["cameras/T_world_cam"]))  # fmt: skip
+    inp = _start_inputs(r, kp, w)
     body = fit_body_model()
     got, other = {}, {}
     for sides, pairs in ((False, False), (True, False), (True, True)):
@@ -410,14 +426,8 @@ def test_interchangeable_limb_labels_keep_the_limb_where_the_body_puts_it(defaul
     """One leg's labels swapped in one view for 30 frames while only one other view sees the legs:
     nothing can test the swap across views, and the plain loss pulls the legs toward the swapped labels;
     with ``symmetric_limbs`` the pair costs its cheaper labelling and the legs stay near the truth."""
-    from motionkit.body.fitting import BodyFitConfig, FitInputs, fit_body_model, fit_sequence
-
-    _, outcomes = fitted
-    r = outcomes[0].result
-    n = 120
-    sel = r["association/det_index"][:n] >= 0
-    w = r["association/confidence"][:n] * r["association/assoc_conf"][:n, :, None] * sel[..., None]
-    kp = r["association/keypoints"][:n].copy()
+    r = fitted[1][0].result
+    _, w, kp = _take_start(r)
     legs = [13, 14, 15, 16]
     seen = (w[:, :, legs] > 0).all(-1)  # (n, V) views that see both legs
     u, v = np.argsort(-seen.sum(0))[:2]  # the two views that see them most
@@ -427,9 +437,8 @@ def test_interchangeable_limb_labels_keep_the_limb_where_the_body_puts_it(defaul
     assert len(frames) >= 15
     for a, b in ((13, 14), (15, 16)):
         kp[frames, v, a], kp[frames, v, b] = kp[frames, v, b].copy(), kp[frames, v, a].copy()
-    inp = FitInputs(20.0, kp, w, r["grid/frame_index"][:n], r["triangulation/points"][:n], r["cameras/params"],
-                    np.linalg.inv(r["cameras/T_world_cam"]))  # fmt: skip
-    truth = read_gt(default_root, r.attrs["take_uid"])["landmarks"][r["grid/frame_index"][:n]][frames][:, legs]
+    inp = _start_inputs(r, kp, w)
+    truth = read_gt(default_root, r.attrs["take_uid"])["landmarks"][inp.obs_frame][frames][:, legs]
     body = fit_body_model()
     err = {}
     for symmetric in (False, True):
