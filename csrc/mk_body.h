@@ -267,7 +267,7 @@ MK_HD void reprojection_frame(const T* joints, const T* R, const T* t, const T* 
     for (int j = 0; j < J; ++j) {
       if (!ok[j]) continue;
       const int k = static_cast<int>(partner[j]);
-      const bool pair = k >= 0 && ok[k];
+      const bool pair = k >= 0 && k < J && ok[k];
       const int own = pair && crossed_cheaper(uv, xv, wv, j, k, s2) ? k : j;  // the projection x_j is matched to
       n += wv[j] * gmof_ratio(uv[own], xv + 2 * j, s2);
       dsum += wv[j];
@@ -292,7 +292,7 @@ MK_HD void reprojection_frame_backward(const T* joints, const T* R, const T* t, 
     for (int j = 0; j < J; ++j) {
       if (!ok[j]) continue;
       const int k = static_cast<int>(partner[j]);
-      const bool pair = k >= 0 && ok[k];
+      const bool pair = k >= 0 && k < J && ok[k];
       const int own = pair && crossed_cheaper(uv, xv, wv, j, k, s2) ? k : j;
       const T* x = xv + 2 * j;
       const T e0 = uv[own][0] - x[0], e1 = uv[own][1] - x[1];

@@ -575,14 +575,14 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
             return kernel_ops.rot6d_to_rotvec(rot)[:, :, 1:]
         return roma.rotmat_to_rotvec(roma.special_gramschmidt(rot[:, :, 1:]))
 
-    partner = None
-    if cfg.symmetric_limbs:
-        partner = torch.as_tensor(reprojection_partners(COCO17_LIMB_LR_PAIRS, len(coco_np)), device=dev)
+    # each COCO keypoint's interchangeable counterpart (-1 for none: the operator's input either way, made once)
+    pairs = COCO17_LIMB_LR_PAIRS if cfg.symmetric_limbs else ()
+    partner = torch.as_tensor(reprojection_partners(pairs, len(coco_np)), device=dev)
 
     def reprojection(Jo):
         if fused:
             return kernel_ops.robust_reprojection(Jo, R_cw, t_cw, params, tmax, kp, wt, cfg.sigma_px, partner)
-        return reprojection_loss(Jo, R_cw, t_cw, params, kp, wt, cfg.sigma_px, tmax, partner)
+        return reprojection_loss(Jo, R_cw, t_cw, params, kp, wt, cfg.sigma_px, tmax, partner if pairs else None)
 
     terms_names = ("rep",) + PRIOR_TERMS + ("shape",) + (("landmarks",) if learn_lm else ())
     no_term = torch.zeros(P, 1, dtype=dt, device=dev)
