@@ -34,6 +34,8 @@ COCO17_LR_PAIRS: tuple[tuple[int, int], ...] = (
 )  # fmt: skip
 # the limbs' pairs (elbows, wrists, knees, ankles): the labels 2D detectors confuse most
 COCO17_LIMB_LR_PAIRS: tuple[tuple[int, int], ...] = ((7, 8), (9, 10), (13, 14), (15, 16))
+COCO17_LEFT = np.array([a for a, _ in COCO17_LR_PAIRS])  # the pairs' left members, in pair order
+COCO17_RIGHT = np.array([b for _, b in COCO17_LR_PAIRS])
 COCO17_FLIP = np.arange(17)
 for _a, _b in COCO17_LR_PAIRS:
     COCO17_FLIP[_a], COCO17_FLIP[_b] = _b, _a

@@ -34,6 +34,7 @@ from motionkit.geometry.fisheye import kb3_project_torch, theta_max_np
 from motionkit.geometry.interpolation import blend_bracket, fill_gaps_bracket, lerp, slerp_rotmat, slerp_rotvec
 from motionkit.geometry.procrustes import procrustes
 from motionkit.geometry.refine import CameraRefineConfig, CameraRefinement, chain_refinements, refine_camera_poses
+from motionkit.geometry.robust import gmof
 from motionkit.kernels import loader as kernel_loader
 from motionkit.kernels import ops as kernel_ops
 
@@ -138,11 +139,6 @@ class FitOutput:
 
 
 # ------------------------------------------------------------------------------------------------ losses
-def gmof(r2: torch.Tensor, sigma: float) -> torch.Tensor:
-    """Geman-McClure on squared residuals, divided by sigma^2: ``r2 / (sigma^2 + r2)``."""
-    return r2 / (sigma * sigma + r2)
-
-
 def reprojection_loss(joints_world, R_cw, t_cw, params, obs_px, weight, sigma, theta_max=None, partner=None):
     """Robust reprojection of ``joints_world (..., M, J, 3)`` into ``V`` fisheye cameras
     (``R_cw (..., V, 3, 3)``, ``t_cw (..., V, 3)``, ``params (..., V, 8)``) against ``obs_px

@@ -16,6 +16,7 @@ import roma
 import torch
 
 from motionkit.geometry.fisheye import kb3_project_torch, theta_max_np
+from motionkit.geometry.robust import gmof
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ def refine_camera_poses(
     def closure() -> torch.Tensor:
         opt.zero_grad()
         e2, valid = residuals_sq(rot, trans)
-        data = (w * valid * e2 * cfg.robust_px**2 / (e2 + cfg.robust_px**2)).sum() / total
+        data = cfg.robust_px**2 * (w * valid * gmof(e2, cfg.robust_px)).sum() / total
         loss = data + ((rot / sigma_r) ** 2).sum() + ((trans / cfg.translation_sigma_m) ** 2).sum()
         loss.backward()
         return loss

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from motionkit.conventions import COCO17_LR_PAIRS
+from motionkit.conventions import COCO17_LEFT, COCO17_LR_PAIRS, COCO17_RIGHT
 from motionkit.geometry.camera import CameraRig
 from motionkit.geometry.triangulation import triangulate
 
@@ -58,8 +58,7 @@ def detect_lr_swaps(pixels: np.ndarray, conf: np.ndarray, rig: CameraRig, cfg: S
     used = (conf > 0) & np.isfinite(pixels).all(-1)
     px = np.where(used[..., None], pixels, np.nan)
     proj = leave_one_out_projections(px, np.where(used, conf, 0.0), rig)
-    a = np.array([p[0] for p in COCO17_LR_PAIRS])
-    b = np.array([p[1] for p in COCO17_LR_PAIRS])
+    a, b = COCO17_LEFT, COCO17_RIGHT
 
     def err(x, y):
         return np.linalg.norm(px[..., x, :] - proj[..., y, :], axis=-1)
@@ -105,9 +104,7 @@ def temporal_lr_swaps(
     """
     cfg = cfg or SwapConfig()
     F, V = pixels.shape[:2]
-    a = np.array([p[0] for p in COCO17_LR_PAIRS])
-    b = np.array([p[1] for p in COCO17_LR_PAIRS])
-    pa, pb = pixels[:, :, a], pixels[:, :, b]  # (F, V, P, 2)
+    pa, pb = pixels[:, :, COCO17_LEFT], pixels[:, :, COCO17_RIGHT]  # (F, V, P, 2)
     both = np.isfinite(pa).all(-1) & np.isfinite(pb).all(-1)
     straight = np.linalg.norm(pa[1:] - pa[:-1], axis=-1) + np.linalg.norm(pb[1:] - pb[:-1], axis=-1)
     crossed = np.linalg.norm(pa[1:] - pb[:-1], axis=-1) + np.linalg.norm(pb[1:] - pa[:-1], axis=-1)

@@ -18,7 +18,6 @@ from motionkit.body.fitting import (
     fit_sequence,
     fit_take,
     fit_takes,
-    gmof,
     limit_loss,
     reprojection_loss,
     rotation_between,
@@ -32,6 +31,7 @@ from motionkit.eval.difficulty import read_gt, take_difficulty, true_rig
 from motionkit.eval.metrics import accel_error, mpjpe, pa_mpjpe
 from motionkit.geometry.camera import CameraRig
 from motionkit.geometry.fisheye import kb3_project_np
+from motionkit.geometry.robust import gmof
 from motionkit.pipeline import PipelineConfig, run_fit
 
 J = {n: i for i, n in enumerate(SMPLX_JOINT_NAMES)}

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from motionkit.conventions import COCO17_FLIP, COCO17_LR_PAIRS
+from motionkit.conventions import COCO17_FLIP, COCO17_LEFT, COCO17_LR_PAIRS, COCO17_RIGHT
 from motionkit.geometry.swaps import (
     SwapConfig,
     apply_lr_swaps,
@@ -32,9 +32,7 @@ def test_injected_swaps_are_found_and_undone(take):
     bad = apply_lr_swaps(px, truth)
     found = detect_lr_swaps(bad, conf, rig)
     # a swap is only visible when the two joints of the pair are apart in that view
-    a = np.array([p[0] for p in COCO17_LR_PAIRS])
-    b = np.array([p[1] for p in COCO17_LR_PAIRS])
-    apart = np.linalg.norm(px[..., a, :] - px[..., b, :], axis=-1) > 40
+    apart = np.linalg.norm(px[..., COCO17_LEFT, :] - px[..., COCO17_RIGHT, :], axis=-1) > 40
     assert (truth & apart).sum() > 100
     assert found[truth & apart].mean() >= 0.9
     assert found[~truth].mean() <= 0.01
@@ -78,9 +76,7 @@ def take_15fps(default_root):
 
 
 def _apart(px, min_px=40.0):
-    a = np.array([p[0] for p in COCO17_LR_PAIRS])
-    b = np.array([p[1] for p in COCO17_LR_PAIRS])
-    return np.linalg.norm(px[..., a, :] - px[..., b, :], axis=-1) > min_px
+    return np.linalg.norm(px[..., COCO17_LEFT, :] - px[..., COCO17_RIGHT, :], axis=-1) > min_px
 
 
 def test_short_runs_of_changed_labels_are_found_in_time(take_15fps):
