@@ -214,4 +214,37 @@ MK_HD PriorData<T> prior_problem(PriorData<T> d, int64_t p, const T* fps) {
 }
 
 
+struct KnotSizes {
+  int64_t P, N, C, M, Cw;
+  int E;
+};
+
+// values: the parameters (P, N, C) for the forward pass, the gradient (P, M, C) for the backward pass
+inline KnotSizes check_knot_inputs(const at::Tensor& values, bool backward, const at::Tensor& index,
+                                   const at::Tensor& weight, const at::Tensor& readers, const at::Tensor& reader_ptr) {
+  const char* op = backward ? "motionkit.knot_sequence_backward: " : "motionkit.knot_sequence: ";
+  TORCH_CHECK(values.dim() == 3 && values.is_contiguous(), op, backward ? "grad" : "params",
+              " must be contiguous with 3 dimensions, got ", values.sizes());
+  TORCH_CHECK(index.dim() == 2 && index.scalar_type() == at::kLong && index.is_contiguous(), op,
+              "index must be contiguous int64 (M, E), got ", index.sizes());
+  TORCH_CHECK(reader_ptr.dim() == 1 && reader_ptr.numel() >= 1 && reader_ptr.scalar_type() == at::kLong &&
+                  reader_ptr.is_contiguous(),
+              op, "reader_ptr must be contiguous int64 with N + 1 entries");
+  const int64_t N = backward ? reader_ptr.numel() - 1 : values.size(1);
+  const int64_t M = index.size(0), C = values.size(2);
+  TORCH_CHECK(reader_ptr.numel() == N + 1, op, "reader_ptr has ", reader_ptr.numel(), " entries, expected ", N + 1);
+  TORCH_CHECK(!backward || values.size(1) == M, op, "grad has ", values.size(1), " frames, index ", M);
+  TORCH_CHECK(weight.dim() == 3 && weight.size(0) == M && weight.size(1) == index.size(1) &&
+                  (weight.size(2) == 1 || weight.size(2) == C),
+              op, "weight must have shape (M, E, 1 or C), got ", weight.sizes(), " for index ", index.sizes(),
+              " and ", C, " channels");
+  check_same(values, weight, "weight");
+  TORCH_CHECK(readers.dim() == 1 && readers.numel() == index.numel() && readers.scalar_type() == at::kLong &&
+                  readers.is_contiguous(),
+              op, "readers must be contiguous int64 with M E entries");
+  for (const at::Tensor* x : {&index, &readers, &reader_ptr})
+    TORCH_CHECK(x->device() == values.device(), op, "index tensors must be on ", values.device());
+  return {values.size(0), N, C, M, weight.size(2), static_cast<int>(index.size(1))};
+}
+
 }  // namespace mk

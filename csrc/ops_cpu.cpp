@@ -9,6 +9,7 @@
 
 #include "mk_body.h"
 #include "mk_checks.h"
+#include "mk_knots.h"
 
 namespace {
 
@@ -256,6 +257,44 @@ void adam_step_cpu(at::Tensor& param, at::Tensor& exp_avg, at::Tensor& exp_avg_s
   });
 }
 
+at::Tensor knot_sequence_cpu(const at::Tensor& params, const at::Tensor& index, const at::Tensor& weight,
+                             const at::Tensor& readers, const at::Tensor& reader_ptr) {
+  const auto z = mk::check_knot_inputs(params, false, index, weight, readers, reader_ptr);
+  auto out = at::empty({z.P, z.M, z.C}, params.options());
+  AT_DISPATCH_FLOATING_TYPES(params.scalar_type(), "knot_sequence_cpu", [&] {
+    const scalar_t *x = params.data_ptr<scalar_t>(), *w = weight.data_ptr<scalar_t>();
+    const int64_t* idx = index.data_ptr<int64_t>();
+    scalar_t* o = out.data_ptr<scalar_t>();
+    at::parallel_for(0, z.P * z.M, 16, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const int64_t p = i / z.M, m = i % z.M;
+        mk::knot_sequence_row(x + p * z.N * z.C, idx, w, m, z.E, z.N, z.C, z.Cw, o + i * z.C);
+      }
+    });
+  });
+  return out;
+}
+
+at::Tensor knot_sequence_backward_cpu(const at::Tensor& grad, const at::Tensor& index, const at::Tensor& weight,
+                                      const at::Tensor& readers, const at::Tensor& reader_ptr) {
+  auto g = grad.contiguous();
+  const auto z = mk::check_knot_inputs(g, true, index, weight, readers, reader_ptr);
+  const int64_t N = z.N;
+  auto out = at::empty({z.P, N, z.C}, g.options());
+  AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "knot_sequence_backward_cpu", [&] {
+    const scalar_t *gr = g.data_ptr<scalar_t>(), *w = weight.data_ptr<scalar_t>();
+    const int64_t *rd = readers.data_ptr<int64_t>(), *ptr = reader_ptr.data_ptr<int64_t>();
+    scalar_t* o = out.data_ptr<scalar_t>();
+    at::parallel_for(0, z.P * N, 16, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const int64_t p = i / N, n = i % N;
+        mk::knot_sequence_backward_row(gr + p * z.M * z.C, rd, ptr, w, n, z.E, z.C, z.Cw, o + i * z.C);
+      }
+    });
+  });
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY(motionkit, m) {
@@ -268,6 +307,10 @@ TORCH_LIBRARY(motionkit, m) {
       "Tensor J_shapedirs, Tensor kp_template, Tensor kp_shapedirs, Tensor kp_posedirs, Tensor kp_weights, "
       "Tensor parents) -> (Tensor, Tensor, Tensor, Tensor)");
   m.def("rot6d_to_rotvec(Tensor rot6d) -> Tensor");
+  m.def("knot_sequence(Tensor params, Tensor index, Tensor weight, Tensor readers, Tensor reader_ptr) -> Tensor");
+  m.def(
+      "knot_sequence_backward(Tensor grad, Tensor index, Tensor weight, Tensor readers, Tensor reader_ptr) -> "
+      "Tensor");
   m.def(
       "adam_step_(Tensor(a!) param, Tensor(b!) exp_avg, Tensor(c!) exp_avg_sq, Tensor grad, Tensor lr, Tensor step, "
       "float beta1, float beta2, float eps) -> ()");
@@ -296,4 +339,6 @@ TORCH_LIBRARY_IMPL(motionkit, CPU, m) {
   m.impl("prior_terms", &prior_terms_cpu);
   m.impl("adam_step_", &adam_step_cpu);
   m.impl("prior_terms_backward", &prior_terms_backward_cpu);
+  m.impl("knot_sequence", &knot_sequence_cpu);
+  m.impl("knot_sequence_backward", &knot_sequence_backward_cpu);
 }

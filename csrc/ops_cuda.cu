@@ -9,6 +9,7 @@
 
 #include "mk_body.h"
 #include "mk_checks.h"
+#include "mk_knots.h"
 
 namespace {
 
@@ -35,6 +36,25 @@ __global__ void body_backward_kernel(mk::BodyData<T> d, const T* r6, const T* be
   mk::body_frame_backward(d, r6 + n * d.R * 6, betas + (n / per) * d.B, kp_delta + (n / per) * d.K * 3,
                           gout + n * (d.J + d.K) * 3, g6 + n * d.R * 6, gb + n * d.B, gt + n * 3, gd + n * d.K * 3, f,
                           g);
+}
+
+template <typename T>
+__global__ void knot_sequence_kernel(const T* params, const int64_t* index, const T* weight, T* out, int64_t total,
+                                     int64_t N, int64_t M, int64_t C, int64_t Cw, int E) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;  // (p, m, c)
+  if (i >= total) return;
+  const int64_t c = i % C, m = (i / C) % M, p = i / (C * M);
+  out[i] = mk::knot_sequence_element(params + p * N * C, index, weight, m, c, E, N, C, Cw);
+}
+
+template <typename T>
+__global__ void knot_sequence_backward_kernel(const T* grad, const int64_t* readers, const int64_t* reader_ptr,
+                                              const T* weight, T* out, int64_t total, int64_t N, int64_t M, int64_t C,
+                                              int64_t Cw, int E) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;  // (p, n, c)
+  if (i >= total) return;
+  const int64_t c = i % C, n = (i / C) % N, p = i / (C * N);
+  out[i] = mk::knot_sequence_backward_element(grad + p * M * C, readers, reader_ptr, weight, n, c, E, C, Cw);
 }
 
 template <typename T>
@@ -293,6 +313,33 @@ void adam_step_cuda(at::Tensor& param, at::Tensor& exp_avg, at::Tensor& exp_avg_
   });
 }
 
+at::Tensor knot_sequence_cuda(const at::Tensor& params, const at::Tensor& index, const at::Tensor& weight,
+                              const at::Tensor& readers, const at::Tensor& reader_ptr) {
+  const auto z = mk::check_knot_inputs(params, false, index, weight, readers, reader_ptr);
+  c10::cuda::CUDAGuard guard(params.device());
+  auto out = at::empty({z.P, z.M, z.C}, params.options());
+  AT_DISPATCH_FLOATING_TYPES(params.scalar_type(), "knot_sequence_cuda", [&] {
+    MK_LAUNCH(knot_sequence_kernel<scalar_t>, out.numel(), params.data_ptr<scalar_t>(), index.data_ptr<int64_t>(),
+              weight.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), out.numel(), z.N, z.M, z.C, z.Cw, z.E);
+  });
+  return out;
+}
+
+at::Tensor knot_sequence_backward_cuda(const at::Tensor& grad, const at::Tensor& index, const at::Tensor& weight,
+                                       const at::Tensor& readers, const at::Tensor& reader_ptr) {
+  auto g = grad.contiguous();
+  const auto z = mk::check_knot_inputs(g, true, index, weight, readers, reader_ptr);
+  const int64_t N = z.N;
+  c10::cuda::CUDAGuard guard(g.device());
+  auto out = at::empty({z.P, N, z.C}, g.options());
+  AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "knot_sequence_backward_cuda", [&] {
+    MK_LAUNCH(knot_sequence_backward_kernel<scalar_t>, out.numel(), g.data_ptr<scalar_t>(),
+              readers.data_ptr<int64_t>(), reader_ptr.data_ptr<int64_t>(), weight.data_ptr<scalar_t>(),
+              out.data_ptr<scalar_t>(), out.numel(), N, z.M, z.C, z.Cw, z.E);
+  });
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(motionkit, CUDA, m) {
@@ -305,4 +352,6 @@ TORCH_LIBRARY_IMPL(motionkit, CUDA, m) {
   m.impl("prior_terms", &prior_terms_cuda);
   m.impl("adam_step_", &adam_step_cuda);
   m.impl("prior_terms_backward", &prior_terms_backward_cuda);
+  m.impl("knot_sequence", &knot_sequence_cuda);
+  m.impl("knot_sequence_backward", &knot_sequence_backward_cuda);
 }

@@ -19,6 +19,7 @@ import torch
 from scipy.ndimage import gaussian_filter1d
 
 from motionkit.body.model import BodyModel
+from motionkit.body.multiscale import knot_basis
 from motionkit.conventions import (
     COCO17_FLIP,
     COCO17_LIMB_LR_PAIRS,
@@ -70,7 +71,7 @@ class BodyFitConfig:
     sigma_px: float = 100.0
     w_rep: float = 1.0
     w_3d: tuple[float, float] = (0.1, 0.01)  # stages A-B, C
-    w_smooth: float = 3e-5
+    w_smooth: float = 1e-4  # mean squared acceleration (m/s^2)^2 of the joints (3e-5 before time_levels)
     w_orient_smooth: float = 1.0
     w_pose: float = 1e-5
     w_limits: float = 1.0
@@ -78,6 +79,8 @@ class BodyFitConfig:
     w_landmark: float = 1e-3  # prior on the take's landmark offsets (stage C; 0: joint centres, no offsets)
     landmark_sigma_m: float = 0.1  # ... sum of (offset / sigma)^2
     sigma_3d_m: float = 0.1
+    time_levels: int = 9  # knots every 2 .. 2**time_levels frames under the body-joint rotations and the
+    # translation (body/multiscale.py: Adam then corrects slow errors as fast as quick ones); 0: per frame only
     tri_smooth_s: float = 0.25  # Gaussian sigma (s) of the temporal smoothing of the triangulated joints
     second_pass_px: float = 30.0  # after stage C, drop observations farther than this from the fitted body
     second_pass_sides: bool = True  # ... and those nearer their left/right counterpart's projection than their own
@@ -534,18 +537,30 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
     wj = T(np.stack([_pad(a[2], M) for a in interp]))[..., None, None]
     wj0 = 1 - wj
     fps = torch.as_tensor([x.fps for x in inputs], dtype=dt, device=dev)
-    # one leaf for the 6D rotations (first two columns) of the root and the 21 body joints: (P, M, 22, 3, 2)
+    # one leaf for the 6D rotations (first two columns) of the root and the 21 body joints, (P, M + knots,
+    # 22, 3, 2), and one for the translations, (P, M + knots, 3): the per-frame values, then the coarse
+    # knots of body/multiscale.py (Adam corrects slow errors as fast as quick ones). The root's rotation
+    # has no knots (knots spanning a turn swung it the wrong way round)
     R0 = np.concatenate(
         [np.stack([_pad(r[0], M) for r in inits])[:, :, None], np.stack([_pad(r[1], M) for r in inits])], 2
     )
+    basis = knot_basis(M, cfg.time_levels, device=dev, dtype=dt)
+    root = (torch.arange(22, device=dev) == 0)[:, None, None].expand(22, 3, 2)
+    rot_weight = basis.frozen_weights(root).contiguous()  # (M, E, 22, 3, 2)
     # no view of a leaf may outlive an iteration: it would keep the leaf's gradient accumulator (made on
     # the stream of its first use) alive, and a CUDA graph captured on another stream fails on it
-    rot = T(R0[..., :2]).clone().requires_grad_(True)
-    transl = T(np.stack([_pad(r[2], M) for r in inits])).clone().requires_grad_(True)
+    rot = basis.parameters(T(R0[..., :2])).requires_grad_(True)
+    transl = basis.parameters(T(np.stack([_pad(r[2], M) for r in inits]))).requires_grad_(True)
     betas_t = T(np.stack(b0)).clone().requires_grad_(not fixed_betas)
     learn_lm = L > 0 and cfg.w_landmark > 0 and kp_delta is None
     lm_off = T(np.stack(kp_delta) if kp_delta is not None else np.zeros((P, L, 3))).clone().requires_grad_(learn_lm)
     lm_pad = torch.zeros(P, n_vertex, 3, dtype=dt, device=dev)  # the vertex keypoints do not move
+
+    def pose_sequence():  # the 6D rotations (P, M, 22, 3, 2) and translations (P, M, 3) the body takes
+        if fused:
+            return kernel_ops.knot_sequence(rot, basis, rot_weight), kernel_ops.knot_sequence(transl, basis)
+        return basis.sequence(rot, rot_weight), basis.sequence(transl)
+
     kp, wt = T(kp), T(wt)
     fm = T(frame_ok)
     coco = torch.as_tensor(coco_np, device=dev)
@@ -557,19 +572,21 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
     model = body.kernel_tensors()
     n_betas = betas_t.shape[-1]
 
-    def forward(stage: int = 2):  # (P, M, 55 + K, 3) posed joints and landmarks
+    def forward(stage: int = 2, r=None, tr=None):  # (P, M, 55 + K, 3) posed joints and landmarks
+        if r is None:  # the rotations and translations of pose_sequence()
+            r, tr = pose_sequence()
         # the landmark offsets (P, K, 3): learned in stage C only, constant before
         delta = torch.cat([lm_pad, lm_off if stage >= 2 else lm_off.detach()], 1) if L else lm_pad
         if fused:
-            return kernel_ops.body_joints(rot.view(P * M, 22, 3, 2), betas_t, transl.view(P * M, 3), model,
+            return kernel_ops.body_joints(r.reshape(P * M, 22, 3, 2), betas_t, tr.reshape(P * M, 3), model,
                                           kp_delta=delta).view(P, M, -1, 3)  # fmt: skip
-        return body(betas_t[:, None].expand(P, M, n_betas), roma.special_gramschmidt(rot[:, :, 0]),
-                    roma.special_gramschmidt(rot[:, :, 1:]), transl, kp_delta=delta[:, None])  # fmt: skip
+        return body(betas_t[:, None].expand(P, M, n_betas), roma.special_gramschmidt(r[:, :, 0]),
+                    roma.special_gramschmidt(r[:, :, 1:]), tr, kp_delta=delta[:, None])  # fmt: skip
 
-    def pose_rotvec():  # (P, M, 21, 3) local body-joint rotations as rotation vectors
+    def pose_rotvec(r):  # (P, M, 21, 3) local body-joint rotations as rotation vectors
         if fused:
-            return kernel_ops.rot6d_to_rotvec(rot)[:, :, 1:]
-        return roma.rotmat_to_rotvec(roma.special_gramschmidt(rot[:, :, 1:]))
+            return kernel_ops.rot6d_to_rotvec(r)[:, :, 1:]
+        return roma.rotmat_to_rotvec(roma.special_gramschmidt(r[:, :, 1:]))
 
     # each COCO keypoint's interchangeable counterpart (-1 for none: the operator's input either way, made once)
     pairs = COCO17_LIMB_LR_PAIRS if cfg.symmetric_limbs else ()
@@ -599,14 +616,15 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
         return torch.tensor([w[n] for n in terms_names], dtype=dt, device=dev)
 
     def objective(stage: int, tri_w_stage: torch.Tensor) -> torch.Tensor:  # (P, 7 or 8) unweighted terms
-        J = forward(stage)
+        r, tr = pose_sequence()
+        J = forward(stage, r, tr)
         if stage >= 1:
             Jc = J[..., coco, :]
             rep = reprojection(wj0 * Jc[pidx, m0] + wj * Jc[pidx, m1])  # joints at each observation's time
         else:
             rep = J.new_zeros(P)
         prior = kernel_ops.prior_terms if fused else prior_terms
-        pri = prior(J, coco, tri, tri_w_stage, fm, fps, rot, pose_rotvec(), cfg.sigma_3d_m)
+        pri = prior(J, coco, tri, tri_w_stage, fm, fps, r, pose_rotvec(r), cfg.sigma_3d_m)
         terms = [rep[:, None], pri, (betas_t**2).sum(-1)[:, None]]
         if learn_lm:
             terms.append((lm_off**2).sum((1, 2))[:, None] / cfg.landmark_sigma_m**2 if stage >= 2 else no_term)
@@ -671,7 +689,8 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
         e = ((uv - kp) ** 2).sum(-1).sqrt()
         used = wt > 0
         reproj = torch.where(used.any(-1), (torch.where(used, e, 0).sum(-1) / used.sum(-1).clamp_min(1)), float("nan"))
-        rv = roma.rotmat_to_rotvec(roma.special_gramschmidt(rot)).cpu().double().numpy()  # (P, M, 22, 3)
+        rot_e, transl_e = pose_sequence()
+        rv = roma.rotmat_to_rotvec(roma.special_gramschmidt(rot_e)).cpu().double().numpy()  # (P, M, 22, 3)
         go_rv, bp_rv = rv[:, :, 0], rv[:, :, 1:]
         wt_np = wt.cpu().double().numpy()
     outs = []
@@ -679,7 +698,7 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
         v = x.keypoints.shape[1]
         outs.append(FitOutput(
             betas=betas_t[k].detach().cpu().double().numpy(), global_orient=go_rv[k, :m], body_pose=bp_rv[k, :m],
-            transl=transl[k, :m].detach().cpu().double().numpy(), joints=J[k, :m].cpu().double().numpy(),
+            transl=transl_e[k, :m].detach().cpu().double().numpy(), joints=J[k, :m].cpu().double().numpy(),
             reproj_px=reproj[k, :m, :v].cpu().double().numpy(), obs_weight=wt_np[k, :m, :v],
             n_dropped=int(n_dropped[k]),
             losses={st: {n: float(val[k]) for n, val in terms.items()} for st, terms in history.items()},

@@ -3,7 +3,8 @@
 Every function here has a torch reference with the same semantics, tested for parity:
 ``body_joints`` ~ ``BodyModel.forward`` after ``roma.special_gramschmidt``; ``rot6d_to_rotvec`` ~
 ``roma.rotmat_to_rotvec(roma.special_gramschmidt(.))``; ``robust_reprojection`` ~
-``motionkit.body.fitting.reprojection_loss``; ``prior_terms`` ~ ``motionkit.body.fitting.prior_terms``.
+``motionkit.body.fitting.reprojection_loss``; ``prior_terms`` ~ ``motionkit.body.fitting.prior_terms``;
+``knot_sequence`` ~ ``motionkit.body.multiscale.KnotBasis.sequence``.
 Call ``motionkit.kernels.ensure_loaded()`` first.
 """
 
@@ -62,6 +63,14 @@ def register_autograd() -> None:
         return gJ, None, None, None, None, None, ggo, grv, None, None, None
 
     lib.register_autograd("motionkit::prior_terms", prior_backward, setup_context=prior_setup)
+
+    def knot_setup(ctx, inputs, output):
+        ctx.save_for_backward(*inputs[1:])
+
+    def knot_backward(ctx, grad):
+        return (torch.ops.motionkit.knot_sequence_backward(grad, *ctx.saved_tensors),) + (None,) * 4
+
+    lib.register_autograd("motionkit::knot_sequence", knot_backward, setup_context=knot_setup)
     _registered = True
 
 
@@ -92,6 +101,20 @@ def body_joints(rot6d: torch.Tensor, betas: torch.Tensor, transl: torch.Tensor, 
         model["J_shapedirs"], model["kp_template"], model["kp_shapedirs"], model["kp_posedirs"], model["kp_weights"],
         model["parents"],
     )  # fmt: skip
+
+
+def knot_sequence(params: torch.Tensor, basis, weight: torch.Tensor | None = None) -> torch.Tensor:
+    """``basis.sequence(params, weight)`` (``motionkit.body.multiscale.KnotBasis``) in one operator:
+    ``params (P, N, *S)`` -> ``(P, M, *S)``; ``weight (M, E, *S)`` per channel, or None for the basis's
+    own weights (every channel alike)."""
+    register_autograd()
+    if not basis.levels:
+        return params
+    P, N, S = params.shape[0], params.shape[1], params.shape[2:]
+    w = basis.weight[..., None] if weight is None else weight.reshape(*basis.weight.shape, -1)
+    flat = torch.ops.motionkit.knot_sequence(params.reshape(P, N, -1).contiguous(), basis.index, w.contiguous(),
+                                             basis.readers, basis.reader_ptr)  # fmt: skip
+    return flat.view(P, basis.n_frames, *S)
 
 
 def rot6d_to_rotvec(rot6d: torch.Tensor) -> torch.Tensor:

@@ -116,16 +116,16 @@ def test_fit_accuracy_coverage_and_smoothness(default_root, fitted):
         seen2 = vis[:, [names.index(c) for c in cams]].sum(1) >= 2
         pred = r["joints/coco17"]
         # realistic preset: the truth is the subject's surface landmarks (another body model than the
-        # fitter's; the fit learns the take's landmark offsets); measured 21.4 / 19.6 mm PA-MPJPE,
-        # 24.5 / 22.7 mm MPJPE (10-s takes)
-        assert np.nanmean(pa_mpjpe(pred, gt)) <= 23.5
-        assert np.nanmean(mpjpe(pred, gt)) <= 27.0
+        # fitter's; the fit learns the take's landmark offsets); measured 17.1 / 17.0 mm PA-MPJPE,
+        # 20.7 / 19.9 mm MPJPE (10-s takes; 21.4 / 19.6 and 24.5 / 22.7 mm before the coarse-to-fine time)
+        assert np.nanmean(pa_mpjpe(pred, gt)) <= 19.0
+        assert np.nanmean(mpjpe(pred, gt)) <= 22.5
         assert r["valid"][seen2].mean() >= 0.98
         tri = r["triangulation/points"]
         tri_ok = np.isfinite(tri).all((-1, -2))
         acc_fit = np.nanmean(accel_error(np.nan_to_num(pred), gt, 20.0, valid=r["valid"].astype(bool) & tri_ok))
         acc_tri = np.nanmean(accel_error(np.nan_to_num(tri), gt, 20.0, valid=tri_ok))
-        assert acc_fit <= 0.2 * acc_tri  # measured 5.4 vs 34.0 and 4.2 vs 29.0 m/s^2
+        assert acc_fit <= 0.1 * acc_tri  # measured 2.7 vs 34.0 and 2.1 vs 29.0 m/s^2 (5.4 and 4.2 before)
         # the result file carries what the issue asks for
         M = len(r["time_s"])
         assert r["smplx/global_orient"].shape == (M, 3) and r["smplx/body_pose"].shape == (M, 63)
@@ -143,12 +143,14 @@ def test_fit_accuracy_coverage_and_smoothness(default_root, fitted):
         np.testing.assert_array_equal(flags["FEW_CAMS"], views < 3)
         assert r["reprojection/per_view_px"].shape == (len(cams),)
         # the learned landmark offsets (joint frames: x left, y up, z forward) point where the subjects'
-        # landmarks sit: hips above the joint centre, knees in front (measured, both takes: hips 0.3-2.5 cm
-        # up, mean 1.3; knees 1.1-1.8 cm forward; nothing over 2.6 cm)
+        # landmarks sit: hips above the joint centre, knees in front (measured, both takes: hips 0.1-2.2 cm
+        # up, mean per take 0.7 / 1.6 (the pelvis's tilt trades against it; 1.3 / 2.0 before the
+        # coarse-to-fine time); knees 0.75-1.9 cm forward; nothing over 2.3 cm)
         off = r["fit/landmark_offset_m"]
-        assert (off[:5] == 0).all() and np.abs(off).max() < 0.04
-        assert off[[11, 12], 1].mean() > 0.006 and (off[[13, 14], 2] > 0.008).all(), off
-        assert r["eval/pa_mpjpe_mm"] <= 26.0  # uncorrected, against noisy annotation3D; measured 23.7 / 23.1
+        assert (off[:5] == 0).all() and np.abs(off).max() < 0.03
+        assert off[[11, 12], 1].mean() > 0.004 and off[[11, 12], 1].min() > -0.003, off
+        assert (off[[13, 14], 2] > 0.006).all(), off
+        assert r["eval/pa_mpjpe_mm"] <= 23.0  # uncorrected, against noisy annotation3D; measured 21.1 / 20.8
         assert r.body_model["synthetic"] is True
         for p in oc.plots:
             assert p.endswith(".png")
@@ -164,11 +166,11 @@ def test_observation_weights_follow_the_truth(default_root, fitted):
         assert (w[r["association/det_index"] < 0] == 0).all()
         assert r.group_attrs["fit"]["second_pass_dropped"] > 0
         d = take_difficulty(default_root, r.attrs["take_uid"], out)
-        # measured far 1.4 % / 0.9 %, near 91.7 % / 94.0 % (the side check of the second pass and its pair
+        # measured far 0.5 % / 0.7 %, near 90.9 % / 94.2 % (the side check of the second pass and its pair
         # rule drop some right ones where left and right are close together), swaps handled 92 % / 100 %
-        assert d["far_obs_keeping_weight"] <= 0.025
+        assert d["far_obs_keeping_weight"] <= 0.015
         assert d["near_obs_keeping_weight"] >= 0.90
-        assert d["swapped_camera_frames_handled"] >= 0.85
+        assert d["swapped_camera_frames_handled"] >= 0.90
 
 
 def _miss_px(rig: CameraRig, true: CameraRig, points: np.ndarray) -> np.ndarray:
@@ -333,11 +335,12 @@ def test_fused_and_torch_fits_agree_against_the_truth(default_root, fitted):
     pa = {k: np.nanmean(pa_mpjpe(f.joints[:, list(SMPLX_TO_COCO17)], gt)) for k, f in fits.items()}  # mm
     assert abs(pa["fused"] - pa["torch"]) <= 0.1, pa
     diff = np.linalg.norm(fits["fused"].joints - fits["torch"].joints, axis=-1)
-    # metres: float32 sums in another order, through ~700 Adam steps of a non-convex fit whose limb pairs
-    # choose a labelling per view (symmetric_limbs: a near-tie may go either way). Measured 1.26 mm on this
-    # take (1.03 mm before the symmetric limbs, under 1 mm before the temporal swap check changed its
-    # inputs); single frames may drift further
-    assert np.median(diff) < 1.5e-3
+    # metres: float32 sums in another order, through ~900 Adam steps of a non-convex fit whose second
+    # pass drops observations near its 30-px line and whose limb pairs choose a labelling per view (a
+    # near-tie may go either way). The fit's own sensitivity bounds this: inputs moved by 1e-4 px move the
+    # median joint by 2.0-3.7 mm on these takes (2.0-3.4 mm before the coarse-to-fine time; without
+    # the second pass the two paths agree within 0.65 mm). Measured here 4.0 mm (1.26 mm before)
+    assert np.median(diff) < 5e-3
 
 
 def test_fused_iteration_dispatches_at_most_5_percent_of_the_torch_operations(fitted):
@@ -414,8 +417,9 @@ def test_second_pass_drops_left_right_labels_the_fitted_body_contradicts(fitted)
         other[sides, pairs] = (np.delete(out.obs_weight[:, :, eyes], v, axis=1) > 0).mean()
     assert got[False, False].mean() > 0.8  # the 30-px rule alone keeps most of them (measured 95 %)
     assert got[True, False].mean() < 0.2, got[True, False].mean()  # measured 8 %
-    # the price: eyes only ~15 px apart are ambiguous, and some right ones go too (measured 70 -> 60 %)
-    assert other[True, False] > 0.8 * other[False, False], other
+    # the price: eyes only ~15 px apart are ambiguous, and some right ones go too (measured 70 -> 55 %;
+    # 70 -> 60 % before the coarse-to-fine time)
+    assert other[True, False] > 0.72 * other[False, False], other
     # a swap moves both labels: dropping the partner of a contradicted label too leaves fewer swapped
     # camera-frames with a kept eye (measured 13 -> 3 %), at a price in the other views (58 -> 48 %)
     assert got[True, True].any(-1).mean() < min(0.08, got[True, False].any(-1).mean()), got

@@ -13,6 +13,7 @@ import torch
 from motionkit import kernels
 from motionkit.body.fitting import prior_terms, reprojection_loss, reprojection_partners
 from motionkit.body.model import BodyModel
+from motionkit.body.multiscale import knot_basis
 from motionkit.conventions import COCO17_LIMB_LR_PAIRS
 from motionkit.geometry.camera import look_at
 from motionkit.geometry.fisheye import kb3_project_torch, theta_max_np
@@ -278,6 +279,38 @@ def test_adam_step_equals_torch_adam_and_ignores_where_an_element_sits():
     assert torch.equal(a[:16], b[:16])
 
 
+def _knot_problem(P=2, M=37, levels=4, seed=11):
+    """A basis, parameters (P, N, 22, 3, 2) and per-channel weights with the root's knots frozen."""
+    basis = knot_basis(M, levels, dtype=F64)
+    gen = torch.Generator().manual_seed(seed)
+    params = torch.randn(P, basis.n_params, 22, 3, 2, generator=gen, dtype=F64).requires_grad_(True)
+    root = (torch.arange(22) == 0)[:, None, None].expand(22, 3, 2)
+    return basis, params, basis.frozen_weights(root).contiguous()
+
+
+def test_knot_sequence_equals_the_torch_reference_forward_and_backward():
+    basis, params, weight = _knot_problem()
+    for w in (weight, None):  # per-channel weights, and the basis's own
+        got, ref = ops.knot_sequence(params, basis, w), basis.sequence(params, w)
+        assert got.shape == ref.shape == (2, 37, 22, 3, 2)
+        assert _rel(got, ref) < 1e-14
+        g = torch.randn_like(ref)
+        (ga,) = torch.autograd.grad((got * g).sum(), params)
+        (gb,) = torch.autograd.grad((ref * g).sum(), params)
+        assert _rel(ga, gb) < 1e-14
+    # the frozen root reads its own frame only, and its knots get no gradient
+    assert torch.equal(ops.knot_sequence(params, basis, weight)[:, :, 0], params[:, :37, 0])
+    (gk,) = torch.autograd.grad(ops.knot_sequence(params, basis, weight).sum(), params)
+    assert (gk[:, 37:, 0] == 0).all() and (gk[:, 37:, 1:] != 0).any()
+
+
+def test_knot_sequence_gradcheck():
+    basis, params, weight = _knot_problem(P=1, M=9, levels=2)
+    x = params[..., :1, :1, :].detach().clone().requires_grad_(True)  # (1, N, 1, 1, 2): small for finite differences
+    assert torch.autograd.gradcheck(lambda p: ops.knot_sequence(p, basis, weight[..., :1, :1, :]), (x,))
+    assert torch.autograd.gradcheck(lambda p: ops.knot_sequence(p, basis), (x,))
+
+
 def test_float32_matches_float64(body64):
     r6, betas, transl = _body_inputs(4, seed=6)
     out64 = ops.body_joints(r6, betas, transl, body64.kernel_tensors())
@@ -299,6 +332,11 @@ def test_bad_shapes_give_clear_errors(body64):
         ops.robust_reprojection(X, R, t, params, tmax, obs[:, :, :1], w, 100.0)
     with pytest.raises(RuntimeError, match="partner must be"):
         ops.robust_reprojection(X, R, t, params, tmax, obs, w, 100.0, torch.zeros(3, dtype=torch.int64))
+    basis, kp, kw = _knot_problem()
+    with pytest.raises(RuntimeError, match="weight must have shape"):
+        ops.knot_sequence(kp, basis, kw[:, :, :5])
+    with pytest.raises(RuntimeError, match="reader_ptr has"):
+        ops.knot_sequence(kp[:, :-1], basis, kw)
 
 
 @pytest.mark.gpu
@@ -342,3 +380,12 @@ def test_cuda_equals_cpu(body64):
     gradsc = torch.autograd.grad(pric.sum(), [cargs[0], cargs[6], cargs[7]])
     for a, b in zip(gradsc, grads, strict=True):
         assert _rel(a.cpu(), b) < 1e-10
+    basis, params, weight = _knot_problem(P=3, M=300, levels=9)
+    seq = ops.knot_sequence(params, basis, weight)
+    g = torch.randn_like(seq)
+    (gp,) = torch.autograd.grad((seq * g).sum(), params)
+    basis_c = knot_basis(300, 9, device="cuda", dtype=F64)
+    pc = params.detach().cuda().requires_grad_(True)
+    seqc = ops.knot_sequence(pc, basis_c, weight.cuda())
+    assert _rel(seqc.cpu(), seq) < 1e-12
+    assert _rel(torch.autograd.grad((seqc * g.cuda()).sum(), pc)[0].cpu(), gp) < 1e-12
