@@ -40,7 +40,8 @@ MK_HD T knot_sequence_backward_element(const T* grad, const int64_t* readers, co
 }
 
 // Row versions for the CPU (a frame's or an entry's C channels at once, contiguous inner loops); per
-// channel they add in the same order as the element versions, so CPU and CUDA agree bit for bit.
+// channel they add in the same order as the element versions (CPU and CUDA then differ only where the
+// compiler fuses a multiply-add).
 template <typename T>
 inline void knot_sequence_row(const T* params, const int64_t* index, const T* weight, int64_t m, int E, int64_t N,
                               int64_t C, int64_t Cw, T* out) {
