@@ -39,9 +39,10 @@ MK_HD T knot_sequence_backward_element(const T* grad, const int64_t* readers, co
   return s;
 }
 
-// Row versions for the CPU (a frame's or an entry's C channels at once, contiguous inner loops); per
-// channel they add in the same order as the element versions (CPU and CUDA then differ only where the
-// compiler fuses a multiply-add).
+// Row versions, the CPU's implementation (a frame's or an entry's C channels at once, contiguous inner
+// loops; the element versions above are the CUDA implementation, one thread per channel, whose
+// register accumulator a row loop would lose). Per channel both add in the same order, so CPU and
+// CUDA differ only where the compiler fuses a multiply-add; the CUDA parity test holds them together.
 template <typename T>
 inline void knot_sequence_row(const T* params, const int64_t* index, const T* weight, int64_t m, int E, int64_t N,
                               int64_t C, int64_t Cw, T* out) {

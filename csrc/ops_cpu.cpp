@@ -279,15 +279,14 @@ at::Tensor knot_sequence_backward_cpu(const at::Tensor& grad, const at::Tensor& 
                                       const at::Tensor& readers, const at::Tensor& reader_ptr) {
   auto g = grad.contiguous();
   const auto z = mk::check_knot_inputs(g, true, index, weight, readers, reader_ptr);
-  const int64_t N = z.N;
-  auto out = at::empty({z.P, N, z.C}, g.options());
+  auto out = at::empty({z.P, z.N, z.C}, g.options());
   AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "knot_sequence_backward_cpu", [&] {
     const scalar_t *gr = g.data_ptr<scalar_t>(), *w = weight.data_ptr<scalar_t>();
     const int64_t *rd = readers.data_ptr<int64_t>(), *ptr = reader_ptr.data_ptr<int64_t>();
     scalar_t* o = out.data_ptr<scalar_t>();
-    at::parallel_for(0, z.P * N, 16, [&](int64_t lo, int64_t hi) {
+    at::parallel_for(0, z.P * z.N, 16, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) {
-        const int64_t p = i / N, n = i % N;
+        const int64_t p = i / z.N, n = i % z.N;
         mk::knot_sequence_backward_row(gr + p * z.M * z.C, rd, ptr, w, n, z.E, z.C, z.Cw, o + i * z.C);
       }
     });

@@ -329,13 +329,12 @@ at::Tensor knot_sequence_backward_cuda(const at::Tensor& grad, const at::Tensor&
                                        const at::Tensor& readers, const at::Tensor& reader_ptr) {
   auto g = grad.contiguous();
   const auto z = mk::check_knot_inputs(g, true, index, weight, readers, reader_ptr);
-  const int64_t N = z.N;
   c10::cuda::CUDAGuard guard(g.device());
-  auto out = at::empty({z.P, N, z.C}, g.options());
+  auto out = at::empty({z.P, z.N, z.C}, g.options());
   AT_DISPATCH_FLOATING_TYPES(g.scalar_type(), "knot_sequence_backward_cuda", [&] {
     MK_LAUNCH(knot_sequence_backward_kernel<scalar_t>, out.numel(), g.data_ptr<scalar_t>(),
               readers.data_ptr<int64_t>(), reader_ptr.data_ptr<int64_t>(), weight.data_ptr<scalar_t>(),
-              out.data_ptr<scalar_t>(), out.numel(), N, z.M, z.C, z.Cw, z.E);
+              out.data_ptr<scalar_t>(), out.numel(), z.N, z.M, z.C, z.Cw, z.E);
   });
   return out;
 }
