@@ -86,6 +86,7 @@ class BodyFitConfig:
     second_pass_sides: bool = True  # ... and those nearer their left/right counterpart's projection than their own
     second_pass_pairs: bool = True  # ... and then their left/right partners as well
     symmetric_limbs: bool = True  # each view's limb pair costs the cheaper of its two labellings (reprojection_loss)
+    symmetric_limbs_from: str = "C"  # from this stage on ("B", or "C": the pose first fits the labels as given)
     second_pass_iters: int = 100  # ... and re-run stage C for this many iterations (0: no second pass)
     second_pass_rounds: int = 2  # drop-and-refit rounds (the second finds what the first fit's errors hid)
     refine_cameras: bool = True  # then move each camera onto the fitted landmarks and fit again ...
@@ -101,6 +102,8 @@ class BodyFitConfig:
     def __post_init__(self) -> None:
         if self.kernels not in KERNEL_CHOICES:
             raise ValueError(f"kernels must be one of {KERNEL_CHOICES}, not {self.kernels!r}")
+        if self.symmetric_limbs_from not in ("B", "C"):
+            raise ValueError(f"symmetric_limbs_from must be 'B' or 'C', not {self.symmetric_limbs_from!r}")
 
 
 FitConfig = BodyFitConfig  # the name used before 0.2; kept working
@@ -588,14 +591,19 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
             return kernel_ops.rot6d_to_rotvec(r)[:, :, 1:]
         return roma.rotmat_to_rotvec(roma.special_gramschmidt(r[:, :, 1:]))
 
-    # each COCO keypoint's interchangeable counterpart (-1 for none: the operator's input either way, made once)
+    # each COCO keypoint's interchangeable counterpart (-1 for none: the operator's input either way, made once),
+    # from stage `symmetric_limbs_from` on; before it, the labels as given
     pairs = COCO17_LIMB_LR_PAIRS if cfg.symmetric_limbs else ()
     partner = torch.as_tensor(reprojection_partners(pairs, len(coco_np)), device=dev)
+    as_labelled = torch.as_tensor(reprojection_partners((), len(coco_np)), device=dev)
+    first_symmetric_stage = "ABC".index(cfg.symmetric_limbs_from) if pairs else len(cfg.iters)
 
-    def reprojection(Jo):
+    def reprojection(Jo, stage: int):
+        symmetric = stage >= first_symmetric_stage
         if fused:
-            return kernel_ops.robust_reprojection(Jo, R_cw, t_cw, params, tmax, kp, wt, cfg.sigma_px, partner)
-        return reprojection_loss(Jo, R_cw, t_cw, params, kp, wt, cfg.sigma_px, tmax, partner if pairs else None)
+            return kernel_ops.robust_reprojection(Jo, R_cw, t_cw, params, tmax, kp, wt, cfg.sigma_px,
+                                                  partner if symmetric else as_labelled)  # fmt: skip
+        return reprojection_loss(Jo, R_cw, t_cw, params, kp, wt, cfg.sigma_px, tmax, partner if symmetric else None)
 
     terms_names = ("rep",) + PRIOR_TERMS + ("shape",) + (("landmarks",) if learn_lm else ())
     no_term = torch.zeros(P, 1, dtype=dt, device=dev)
@@ -620,7 +628,7 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
         J = forward(stage, r, tr)
         if stage >= 1:
             Jc = J[..., coco, :]
-            rep = reprojection(wj0 * Jc[pidx, m0] + wj * Jc[pidx, m1])  # joints at each observation's time
+            rep = reprojection(wj0 * Jc[pidx, m0] + wj * Jc[pidx, m1], stage)  # joints at each observation's time
         else:
             rep = J.new_zeros(P)
         prior = kernel_ops.prior_terms if fused else prior_terms

@@ -451,3 +451,25 @@ def test_interchangeable_limb_labels_keep_the_limb_where_the_body_puts_it(defaul
         fitted_legs = out.joints[frames][:, coco_rows(body)[legs]]
         err[symmetric] = float(np.nanmean(np.linalg.norm(fitted_legs - truth, axis=-1)))
     assert err[True] < 0.65 * err[False], err  # measured 68.7 -> 37.7 mm (legs, swapped frames, not aligned)
+
+
+def test_limb_labels_become_interchangeable_from_the_chosen_stage(fitted):
+    """``symmetric_limbs_from``: with "C", stages A and B fit the labels as given (a jog whose legs each
+    view could match in either labelling was fitted with crossed legs otherwise), so after them the fit
+    equals the one without interchangeable labels; with "B" it does not (a leg swapped in one view)."""
+    r = fitted[1][0].result
+    _, w, kp = _take_start(r, 60)
+    v = int(np.argmax((w[:, :, 13:17] > 0).all(-1).sum(0)))  # the view that sees both legs most often
+    frames = np.flatnonzero((w[:, v, 13:17] > 0).all(-1))[:20]
+    for a, b in ((13, 14), (15, 16)):
+        kp[frames, v, a], kp[frames, v, b] = kp[frames, v, b].copy(), kp[frames, v, a].copy()
+    inp = _start_inputs(r, kp, w)
+    body = fit_body_model()
+    base = BodyFitConfig(iters=(20, 40, 0), second_pass_iters=0, refine_cameras=False)
+    labelled = fit_sequence(body, inp, dataclasses.replace(base, symmetric_limbs=False)).joints
+    from_c = fit_sequence(body, inp, dataclasses.replace(base, symmetric_limbs_from="C")).joints
+    from_b = fit_sequence(body, inp, dataclasses.replace(base, symmetric_limbs_from="B")).joints
+    assert np.array_equal(from_c, labelled)
+    assert np.abs(from_b - labelled).max() > 0.01  # metres
+    with pytest.raises(ValueError, match="symmetric_limbs_from"):
+        BodyFitConfig(symmetric_limbs_from="A")
