@@ -58,6 +58,7 @@ def read_gt(root: str | Path, uid: str) -> dict:
             "true_T": f["cameras/T_world_cam"][()] if "cameras" in f else None,
             "true_params": f["cameras/params"][()] if "cameras" in f else None,
             "person_id": f["detections/person_id"][()],
+            "visible": f["wearer/visible"][()] if "wearer/visible" in f else None,
         }
     return g
 
@@ -92,6 +93,8 @@ def take_difficulty(root: str | Path, take_uid: str, fits: str | Path | None = N
     rows = np.flatnonzero(wearer & np.isin(obs.camera, list(cam_of)))
     v_idx = np.array([cam_of[c] for c in obs.camera[rows]], dtype=int)
     kp[obs.frame_index[rows], v_idx] = obs.keypoints[rows]
+    detected = np.zeros(proj.shape[:2], dtype=bool)  # (F, V) the detector found the wearer
+    detected[obs.frame_index[rows], v_idx] = True
     source = "wearer detections"
     res = None
     if fits is not None and result_path(fits, take_uid).is_file():
@@ -138,6 +141,27 @@ def take_difficulty(root: str | Path, take_uid: str, fits: str | Path | None = N
             out["fit_pa_mpjpe_mm"] = float(np.nanmean(pa_mpjpe(fit, truth)))
         if "fit/obs_weight" in res.arrays and true is not None and kind is not None:
             out.update(_weight_checks(res, true.project(truth), kind[frames][:, vids], gt["person_id"]))
+        if gt["visible"] is not None:
+            fi = res["association/frame_index"]
+            out.update(_selection_checks(res, gt["visible"][fi][:, vids], detected[fi], gt["person_id"]))
+    return out
+
+
+def _selection_checks(res, visible: np.ndarray, detected: np.ndarray, person_id: np.ndarray) -> dict:
+    """How the association chose, per camera-frame of the fit grid (``visible``, ``detected (M, V)`` in
+    the result's camera order): the share of the camera-frames where the wearer is visible whose
+    selection is the wearer (a detector miss counts as a failure), the same where the detector found the
+    wearer, and the share of selections that are someone else (a bystander or a junk box)."""
+    det = res["association/det_index"]
+    sel = det >= 0
+    wearer = sel & (person_id[np.maximum(det, 0)] == 0)
+    counts = {
+        "wearer_selected_where_visible": ((wearer & visible).sum(), visible.sum()),
+        "wearer_selected_where_detected": ((wearer & detected).sum(), detected.sum()),
+        "selections_not_the_wearer": ((sel & ~wearer).sum(), sel.sum()),
+    }
+    out = {k: float(n / max(d, 1)) for k, (n, d) in counts.items()}
+    out["selection_counts"] = {k: [int(n), int(d)] for k, (n, d) in counts.items()}
     return out
 
 
@@ -170,17 +194,16 @@ def _weight_checks(res, true_px: np.ndarray, kind: np.ndarray, person_id: np.nda
     return out
 
 
-def pooled_weight_checks(takes: list[dict]) -> dict:
-    """The shares of ``_weight_checks`` over every observation (camera-frame) of ``takes`` together
-    (``take_difficulty`` results): with ~40 swapped camera-frames a take, per-take shares swing by
-    +-10 points, and their median is a poor summary."""
-    counts = [t["weight_check_counts"] for t in takes if "weight_check_counts" in t]
-    if not counts:
-        return {}
+def pooled_checks(takes: list[dict]) -> dict:
+    """The shares of ``_weight_checks`` and ``_selection_checks`` over every observation (camera-frame)
+    of ``takes`` together (``take_difficulty`` results): with ~40 swapped camera-frames a take, per-take
+    shares swing by +-10 points, and their median is a poor summary."""
     out = {}
-    for k in counts[0]:
-        n, d = (sum(c[k][i] for c in counts) for i in (0, 1))
-        out[k] = {"share": float(n / max(d, 1)), "count": n, "of": d}
+    for key in ("weight_check_counts", "selection_counts"):
+        counts = [t[key] for t in takes if key in t]
+        for k in counts[0] if counts else ():
+            n, d = (sum(c[k][i] for c in counts) for i in (0, 1))
+            out[k] = {"share": float(n / max(d, 1)), "count": n, "of": d}
     return out
 
 
@@ -190,7 +213,7 @@ def dataset_difficulty(root: str | Path, fits: str | Path | None = None) -> dict
     takes = [take_difficulty(root, t.take_uid, fits) for t in ds.takes()]
     keys = [k for k, v in takes[0].items() if isinstance(v, float)] if takes else []
     summary = {k: float(np.nanmedian([t[k] for t in takes if t.get(k) is not None])) for k in keys}
-    return {"root": str(root), "takes": takes, "median": summary, "pooled": pooled_weight_checks(takes)}
+    return {"root": str(root), "takes": takes, "median": summary, "pooled": pooled_checks(takes)}
 
 
 def format_difficulty(rep: dict) -> str:
