@@ -12,7 +12,9 @@ wearer this is close to below the head anchor, for someone in front it is closer
 The floor height is estimated once per take from the detections nearest to the anchor (median).
 A detection is not the wearer when ``delta / tau_c + ground_offset / foot_scale_m > max_mismatch``
 (flag ``GROUND_REJECTED``): the head distance and the ground offset add up as one mismatch. On
-synthetic takes the wearer stays below 1.3 and people in front of the wearer above 1.45.
+synthetic takes the wearer stays below 1.3 and people in front of the wearer above 1.45. A wearer who
+bends or crouches has the head ahead of the feet: the ground offset is reduced by how far the head's
+drop below its standing height lets it lead them (``lean_reach``).
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ class AssociationConfig:
     max_mismatch: float = 1.38  # reject when delta / tau + ground offset / foot_scale_m exceeds this
     ground_match_m: float = 0.25  # feet this close below the anchor rescue a head point that is off (face hidden)
     track_switch_ratio: float = 2.0  # leave the track for a candidate whose head is this many times nearer the anchor
+    lean_reach_m: float = 0.5  # hips-to-head radius of a bend: the head's drop lets it lead the feet (0: off)
+    lean_dead_zone_m: float = 0.08  # head drop that gait and posture explain (no allowance)
 
 
 @dataclass
@@ -166,6 +170,23 @@ def ground_offsets(
     return np.where(truncated, np.nan, off), floor_z
 
 
+def lean_reach(anchor_pos: np.ndarray, anchor_ok: np.ndarray, floor_z: float, cfg: AssociationConfig) -> np.ndarray:
+    """``(F,)`` how far (m, horizontally) a bend may put the wearer's head ahead of the feet in each frame.
+
+    The head's drop ``d`` below its standing height (the 90th percentile of the anchor's height over the
+    floor in the take), less ``lean_dead_zone_m`` (gait and posture), is read as the torso turning about
+    the hips with radius ``L = lean_reach_m``: the head then moves ``sqrt(2 L d - d^2)`` forward. Zero
+    without a floor or valid anchors, or with ``lean_reach_m`` 0.
+    """
+    height = anchor_pos[:, 2] - floor_z
+    ok = anchor_ok & np.isfinite(height)
+    if cfg.lean_reach_m <= 0 or not ok.any():
+        return np.zeros(len(anchor_pos))
+    L = cfg.lean_reach_m
+    drop = np.clip(np.nanpercentile(height[ok], 90) - height - cfg.lean_dead_zone_m, 0.0, L)
+    return np.where(ok, np.sqrt(2 * L * drop - drop**2), 0.0)
+
+
 def select_wearer(
     obs: Observations,
     rig: CameraRig,
@@ -199,6 +220,8 @@ def select_wearer(
     heads = head_points(obs.box[idx], obs.keypoints[idx], obs.keypoint_conf[idx], cfg.face_conf_min)
     delta = np.linalg.norm(heads - a_uv[fi, vi], axis=-1)  # NaN where the anchor is invalid
     foot_off, floor_z = ground_offsets(rig, obs.box[idx], vi, anchor_pos[fi], delta, cfg)
+    # a bend puts the head ahead of the feet: the lean the head's drop allows is no sign of someone in front
+    foot_off = np.clip(foot_off - lean_reach(anchor_pos, anchor_ok, floor_z, cfg)[fi], 0.0, None)  # NaN, inf kept
     in_front = np.zeros(len(idx), dtype=bool)  # set per camera once its threshold is known
 
     out_box = np.full((F, V, 4), np.nan)
