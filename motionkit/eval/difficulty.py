@@ -147,22 +147,32 @@ def take_difficulty(root: str | Path, take_uid: str, fits: str | Path | None = N
     return out
 
 
+def _selected(res, person_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(M, V)`` camera-frames with a selection, and those whose selection is the wearer."""
+    det = res["association/det_index"]
+    sel = det >= 0
+    return sel, sel & (person_id[np.maximum(det, 0)] == 0)
+
+
+def _shares(counts: dict, key: str) -> dict:
+    """``{name: (count, of)}`` -> each share, and the counts under ``key`` (for ``pooled_checks``)."""
+    out = {k: float(n / max(d, 1)) for k, (n, d) in counts.items()}
+    out[key] = {k: [int(n), int(d)] for k, (n, d) in counts.items()}
+    return out
+
+
 def _selection_checks(res, visible: np.ndarray, detected: np.ndarray, person_id: np.ndarray) -> dict:
     """How the association chose, per camera-frame of the fit grid (``visible``, ``detected (M, V)`` in
     the result's camera order): the share of the camera-frames where the wearer is visible whose
     selection is the wearer (a detector miss counts as a failure), the same where the detector found the
     wearer, and the share of selections that are someone else (a bystander or a junk box)."""
-    det = res["association/det_index"]
-    sel = det >= 0
-    wearer = sel & (person_id[np.maximum(det, 0)] == 0)
+    sel, wearer = _selected(res, person_id)
     counts = {
         "wearer_selected_where_visible": ((wearer & visible).sum(), visible.sum()),
         "wearer_selected_where_detected": ((wearer & detected).sum(), detected.sum()),
         "selections_not_the_wearer": ((sel & ~wearer).sum(), sel.sum()),
     }
-    out = {k: float(n / max(d, 1)) for k, (n, d) in counts.items()}
-    out["selection_counts"] = {k: [int(n), int(d)] for k, (n, d) in counts.items()}
-    return out
+    return _shares(counts, "selection_counts")
 
 
 def _weight_checks(res, true_px: np.ndarray, kind: np.ndarray, person_id: np.ndarray) -> dict:
@@ -170,8 +180,7 @@ def _weight_checks(res, true_px: np.ndarray, kind: np.ndarray, person_id: np.nda
     weight among those more than 50 px from the true projection (should be small) and within 15 px
     (should be large), and the share of camera-frames with left/right-swapped wearer keypoints whose
     swapped pairs were undone (``association/swap``) or carry no weight."""
-    det = res["association/det_index"]
-    sel = det >= 0
+    sel, wearer = _selected(res, person_id)
     dist = np.linalg.norm(res["association/keypoints"] - true_px, axis=-1)
     kept = res["fit/obs_weight"] > 0
     scored = sel[..., None] & np.isfinite(dist)
@@ -181,7 +190,6 @@ def _weight_checks(res, true_px: np.ndarray, kind: np.ndarray, person_id: np.nda
         pair_of[a] = pair_of[b] = p
     bits = res["association/swap"][..., None] if "association/swap" in res.arrays else np.zeros((*sel.shape, 1), int)
     undone = (pair_of >= 0) & ((bits >> np.maximum(pair_of, 0)) & 1).astype(bool)
-    wearer = sel & (person_id[np.maximum(det, 0)] == 0)
     swapped = wearer[..., None] & (kind == OBS_SWAPPED) & np.isfinite(dist)
     bad = swapped & ~undone & kept
     counts = {
@@ -189,9 +197,7 @@ def _weight_checks(res, true_px: np.ndarray, kind: np.ndarray, person_id: np.nda
         "near_obs_keeping_weight": ((kept & near).sum(), near.sum()),
         "swapped_camera_frames_handled": ((swapped.any(-1) & ~bad.any(-1)).sum(), swapped.any(-1).sum()),
     }
-    out = {k: float(n / max(d, 1)) for k, (n, d) in counts.items()}
-    out["weight_check_counts"] = {k: [int(n), int(d)] for k, (n, d) in counts.items()}
-    return out
+    return _shares(counts, "weight_check_counts")
 
 
 def pooled_checks(takes: list[dict]) -> dict:
