@@ -243,6 +243,9 @@ def fit_options(f):
         click.option("--refine-cameras/--no-refine-cameras", default=True, show_default=True,
                      help="After the fit, move each camera by a small rotation and translation onto the fitted "
                           "landmarks and fit again, twice (three fits in all; the cameras used: fit/T_cam_world)."),
+        click.option("--cross-view/--no-cross-view", default=True, show_default=True,
+                     help="Check each view's wearer against the wearer the other views triangulate: select it "
+                          "where the SOMA rule found nobody, replace a selection that disagrees (CROSS_VIEW)."),
     ]  # fmt: skip
     for opt in reversed(options):
         f = opt(f)
@@ -251,7 +254,7 @@ def fit_options(f):
 
 FIT_OPTION_NAMES = ("fps", "body_model", "timesync_offset", "device", "kernels", "detector", "detector_variant",
                     "detector_weights", "keypoint_weights", "fit_iters", "association",
-                    "downscaled_video", "conf_power", "size_power", "refine_cameras")  # fmt: skip
+                    "downscaled_video", "conf_power", "size_power", "refine_cameras", "cross_view")  # fmt: skip
 
 
 def _fit_config(kw: dict):

@@ -352,6 +352,26 @@ def select_wearer(
     )
 
 
+def editable_arrays(assoc: Association) -> dict[str, np.ndarray]:
+    """Copies of the per-camera-frame arrays a later rule may change (``reason`` as objects: room for
+    longer codes); ``Association(**{**assoc.__dict__, **arrays})`` puts them back."""
+    out = {k: getattr(assoc, k).copy() for k in ("box", "score", "keypoints", "confidence", "det_index", "assoc_conf")}
+    out["reason"] = assoc.reason.astype(object)
+    return out
+
+
+def put_rows(arrays: dict, obs: Observations, where: np.ndarray, rows: np.ndarray, assoc_conf, reason: str) -> None:
+    """Select observation ``rows`` (one per true entry of ``where (F, V)``, in its order) into ``arrays``
+    (``editable_arrays``) with their association confidence and reason."""
+    arrays["det_index"][where] = rows
+    arrays["box"][where] = obs.box[rows]
+    arrays["score"][where] = obs.score[rows]
+    arrays["keypoints"][where] = obs.keypoints[rows]
+    arrays["confidence"][where] = obs.keypoint_conf[rows]
+    arrays["assoc_conf"][where] = assoc_conf
+    arrays["reason"][where] = reason
+
+
 def _put(f, v, chosen, idx, obs, out_box, out_score, out_kp, out_conf, det) -> None:
     row = idx[chosen]
     out_box[f, v] = obs.box[row]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from motionkit.data.observations import Observations
-from motionkit.detect.association import Association
+from motionkit.detect.association import Association, editable_arrays, put_rows
 from motionkit.geometry.camera import CameraRig
 
 RADIUS_M = 0.3
@@ -111,8 +111,7 @@ def apply_cylinder_rule(assoc: Association, obs: Observations, rig: CameraRig, h
     for r, f, v, x in zip(rows, fi[rows], vi[rows], iou, strict=True):  # detections of the chosen camera-frames
         if x > best_iou[f, v]:
             best[f, v], best_iou[f, v] = r, x
-    out = {k: getattr(assoc, k).copy() for k in ("box", "score", "keypoints", "confidence", "det_index", "assoc_conf")}
-    out["reason"] = assoc.reason.astype(object)  # room for the longer reason codes
+    out = editable_arrays(assoc)
     has_prop = where & np.isfinite(prop).all(-1)
     chosen = where & (best >= 0) & (best_iou > MIN_IOU)
     only = has_prop & ~chosen
@@ -120,14 +119,7 @@ def apply_cylinder_rule(assoc: Association, obs: Observations, rig: CameraRig, h
         out[k][where] = fill
     out["det_index"][where] = -1
     out["reason"][where & ~has_prop] = "NO_PROPOSAL"
-    r = best[chosen]
-    out["det_index"][chosen] = r
-    out["box"][chosen] = obs.box[r]
-    out["score"][chosen] = obs.score[r]
-    out["keypoints"][chosen] = obs.keypoints[r]
-    out["confidence"][chosen] = obs.keypoint_conf[r]
-    out["assoc_conf"][chosen] = best_iou[chosen]
-    out["reason"][chosen] = "CYLINDER_IOU"
+    put_rows(out, obs, chosen, best[chosen], best_iou[chosen], "CYLINDER_IOU")
     out["box"][only] = prop[only]
     out["reason"][only] = "PROPOSAL_ONLY"
     return Association(**{**assoc.__dict__, **out})

@@ -26,7 +26,8 @@ class PipelineConfig:
     ``association``: the wearer rule (docs/pipeline.md, "associate"); ``conf_power``, ``size_power``:
     how keypoint confidence and the person's size in the image weight the fit's observations
     (``ObservationWeighting``; docs/pipeline.md, "fit"); ``refine_cameras``: after the fit, move each
-    camera onto the fitted landmarks and fit again (docs/pipeline.md, "fit").
+    camera onto the fitted landmarks and fit again (docs/pipeline.md, "fit"); ``cross_view``: check each
+    view's wearer against the one the other views triangulate (``detect/crossview.py``).
     """
 
     fps: float = DEFAULT_FIT_FPS
@@ -45,6 +46,7 @@ class PipelineConfig:
     conf_power: float = ObservationWeighting.conf_power
     size_power: float = ObservationWeighting.size_power
     refine_cameras: bool = True
+    cross_view: bool = True
 
     def __post_init__(self) -> None:
         if self.association not in ASSOCIATION_MODES:

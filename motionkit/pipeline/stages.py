@@ -33,6 +33,7 @@ from motionkit.data.egoexo4d import Take
 from motionkit.data.observations import write_observations
 from motionkit.data.store import TakeResult
 from motionkit.detect.association import select_wearer
+from motionkit.detect.crossview import cross_view_check
 from motionkit.detect.cylinder import apply_cylinder_rule, bridge_anchor_gaps
 from motionkit.detect.frames import FRAME_STATUS, exo_video_path
 from motionkit.detect.sources import annotation_observations, dataset_observation_path, load_observation_cache
@@ -210,6 +211,8 @@ def stage_associate(ctx: StageContext) -> None:
     gap = (~anchor_ok & head_ok)[:, None] & ~a.selected
     if gap.any():
         a = apply_cylinder_rule(a, obs, ctx.take.rig, head, head_ok, gap)
+    if ctx.config.cross_view:  # views the others' wearer rescues or corrects
+        a = cross_view_check(a, obs, ctx.take.rig)
     # left/right swaps of the wearer's labels: leave-one-out triangulation over the other views, then
     # the labels' continuity in time
     conf = np.where(a.selected[..., None], a.confidence, 0.0)

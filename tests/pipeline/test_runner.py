@@ -6,6 +6,7 @@ import json
 import shutil
 import warnings
 
+import h5py
 import numpy as np
 import pytest
 
@@ -108,3 +109,22 @@ def test_the_cameras_the_fit_used_are_recorded(synth_root, take_uid, tmp_path):
     assert refined["fit/T_cam_world"].shape == (V, 4, 4) and refined["fit/camera_residual_px"].shape == (V, 2)
     moved = np.abs(refined["fit/T_cam_world"] - rig.T_cam_world).max()
     assert 0 < moved and (refined["fit/camera_rotation_deg"] < 1.0).all()
+
+
+def test_the_cross_view_check_is_a_stage_option(default_root, tmp_path):
+    """On realistic takes the check selects the wearer in views the SOMA rule left empty; off, it does not."""
+    rescued = wearer = 0
+    for info in EgoExoDataset(default_root).takes():
+        with h5py.File(default_root / "gt" / f"{info.take_uid}.h5") as g:
+            pid = g["detections/person_id"][()]
+        for on in (True, False):
+            r = run_fit(default_root, info.take_uid, tmp_path / str(on), PipelineConfig(cross_view=on),
+                        until="associate", progress=False, plot=False).result  # fmt: skip
+            mask = r["association/reason"] == "CROSS_VIEW"
+            if not on:
+                assert not mask.any()
+                continue
+            assert (r["association/assoc_conf"][mask] > 0).all()
+            rescued += mask.sum()
+            wearer += (pid[r["association/det_index"][mask]] == 0).sum()
+    assert rescued >= 3 and wearer == rescued  # measured 6, all the wearer
