@@ -352,6 +352,16 @@ def select_wearer(
     )
 
 
+def observation_cells(frame_index: np.ndarray, obs: Observations, rig: CameraRig) -> tuple[np.ndarray, np.ndarray]:
+    """``(N,)`` each observation row's position in ``frame_index`` (the association's frames) and its
+    view in ``rig``; -1 where the frame is not processed or the camera is not in the rig."""
+    pos = {int(f): i for i, f in enumerate(frame_index)}
+    view_of_cam = np.array([rig.names.index(n) if n in rig.names else -1 for n in obs.camera_names])
+    fi = np.array([pos.get(int(f), -1) for f in obs.frame_index], dtype=np.int64)
+    vi = view_of_cam[obs.camera] if len(obs.camera) else np.zeros(0, np.int64)
+    return fi, vi
+
+
 def editable_arrays(assoc: Association) -> dict[str, np.ndarray]:
     """Copies of the per-camera-frame arrays a later rule may change (``reason`` as objects: room for
     longer codes); ``Association(**{**assoc.__dict__, **arrays})`` puts them back."""

@@ -25,7 +25,7 @@ import numpy as np
 
 from motionkit.conventions import COCO17_FLIP
 from motionkit.data.observations import Observations
-from motionkit.detect.association import Association, editable_arrays, put_rows
+from motionkit.detect.association import Association, editable_arrays, observation_cells, put_rows
 from motionkit.geometry.camera import CameraRig
 from motionkit.geometry.triangulation import triangulate
 
@@ -79,10 +79,7 @@ def cross_view_check(assoc: Association, obs: Observations, rig: CameraRig,
     F, V = assoc.det_index.shape
     selected = assoc.selected
     conf = np.where(selected[..., None], assoc.confidence, 0.0)
-    pos = {int(f): i for i, f in enumerate(assoc.frame_index)}
-    view_of_cam = np.array([rig.names.index(n) if n in rig.names else -1 for n in obs.camera_names])
-    fi = np.array([pos.get(int(f), -1) for f in obs.frame_index], dtype=np.int64)
-    vi = view_of_cam[obs.camera] if len(obs) else np.zeros(0, np.int64)
+    fi, vi = observation_cells(assoc.frame_index, obs, rig)
     rows = np.flatnonzero((fi >= 0) & (vi >= 0) & (obs.score >= cfg.det_min_score))
     choice = np.full((F, V), -1)
     choice_err = np.full((F, V), np.inf)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from motionkit.data.observations import Observations
-from motionkit.detect.association import Association, editable_arrays, put_rows
+from motionkit.detect.association import Association, editable_arrays, observation_cells, put_rows
 from motionkit.geometry.camera import CameraRig
 
 RADIUS_M = 0.3
@@ -99,10 +99,7 @@ def apply_cylinder_rule(assoc: Association, obs: Observations, rig: CameraRig, h
     F, V = assoc.det_index.shape
     where = np.ones((F, V), bool) if where is None else where
     prop = cylinder_proposals(rig, head, head_ok)
-    pos = {int(f): i for i, f in enumerate(assoc.frame_index)}
-    view_of_cam = np.array([rig.names.index(n) if n in rig.names else -1 for n in obs.camera_names])
-    fi = np.array([pos.get(int(f), -1) for f in obs.frame_index])
-    vi = view_of_cam[obs.camera] if len(obs.camera) else np.zeros(0, int)
+    fi, vi = observation_cells(assoc.frame_index, obs, rig)
     rows = np.flatnonzero((fi >= 0) & (vi >= 0))
     rows = rows[where[fi[rows], vi[rows]] & np.isfinite(prop[fi[rows], vi[rows]]).all(-1)]
     iou = _iou(obs.box[rows].astype(np.float64), prop[fi[rows], vi[rows]])

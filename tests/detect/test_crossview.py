@@ -7,7 +7,7 @@ import pytest
 from motionkit.conventions import COCO17_FLIP, fit_grid_frames, nearest_take_frames
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.observations import read_observations
-from motionkit.detect.association import select_wearer
+from motionkit.detect.association import editable_arrays, select_wearer
 from motionkit.detect.crossview import CROSS_VIEW, CrossViewConfig, cross_view_check, match_errors
 
 
@@ -55,12 +55,11 @@ def _wearer(a, pid):
 
 def _clear(a, where):
     """``a`` with nothing selected in the camera-frames ``where``."""
-    out = {k: getattr(a, k).copy() for k in ("box", "keypoints", "confidence", "det_index", "assoc_conf")}
+    out = editable_arrays(a)
     for k, fill in (("box", np.nan), ("keypoints", np.nan), ("confidence", 0.0), ("det_index", -1), ("assoc_conf", 0)):
         out[k][where] = fill
-    reason = a.reason.astype(object)
-    reason[where] = "NO_DET_NEAR_ANCHOR"
-    return dataclasses.replace(a, reason=reason, **out)
+    out["reason"][where] = "NO_DET_NEAR_ANCHOR"
+    return dataclasses.replace(a, **out)
 
 
 def test_views_lost_by_the_soma_rule_are_rescued_by_the_others(realistic_association):
