@@ -26,7 +26,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
-# compile the CUDA operators of csrc/ wherever nvcc exists, GPU or not (cached by source hash)
+# compile the CUDA operators of motionkit/kernels/csrc/ wherever nvcc exists, GPU or not (cached by source hash)
 cuda-check: $(STAMP)
 	$(BIN)/python -m motionkit.kernels cpu cuda
 

@@ -1,4 +1,4 @@
-"""The body fit, torch reference path vs fused operators (``csrc/``), on 20-s realistic takes
+"""The body fit, torch reference path vs fused operators (``motionkit/kernels/csrc/``), on 20-s realistic takes
 (400 frames at 20 fps, 4 views), from the fit inputs of the pipeline (everything before the fit runs once).
 
 Prints, per device (CPU, and CUDA when present):

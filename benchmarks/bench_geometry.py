@@ -15,7 +15,7 @@ import numpy as np
 
 from motionkit.geometry.camera import Camera, CameraRig, look_at
 from motionkit.geometry.fisheye import kb3_unproject, kb3_unproject_np
-from motionkit.geometry.triangulation import triangulate
+from motionkit.geometry.triangulation import triangulate, triangulate_naive
 
 REP = np.array([1761.275757, 1761.275757, 1920.0, 1080.0, 0.036902, 0.057131, -0.057154, 0.018458])
 
@@ -63,28 +63,6 @@ def make_rig():
     return CameraRig(cams)
 
 
-def naive_dlt(px, conf, rig):
-    """The straightforward baseline: undistort every observation (vectorised per camera), then per
-    point build the 2V x 4 DLT matrix in normalised coordinates and take its SVD."""
-    F, V, J, _ = px.shape
-    P = [c.T_cam_world[:3] for c in rig]
-    rays = np.stack([kb3_unproject_np(px[:, v], rig[v].params) for v in range(V)], axis=1)  # (F, V, J, 3)
-    xy = rays[..., :2] / rays[..., 2:]
-    use = (conf >= 0.3) & np.isfinite(xy).all(-1)
-    out = np.full((F, J, 3), np.nan)
-    for f in range(F):
-        for j in range(J):
-            rows = []
-            for v in range(V):
-                if use[f, v, j]:
-                    x, y = xy[f, v, j]
-                    rows += [x * P[v][2] - P[v][0], y * P[v][2] - P[v][1]]
-            if len(rows) >= 4:
-                X = np.linalg.svd(np.array(rows))[2][-1]
-                out[f, j] = X[:3] / X[3]
-    return out
-
-
 def bench_triangulation(frames=6000):
     rng = np.random.default_rng(1)
     rig = make_rig()
@@ -98,7 +76,7 @@ def bench_triangulation(frames=6000):
     t_ours, res = best_of(lambda: triangulate(noisy, conf, rig))
     t_np, res_np = best_of(lambda: triangulate(noisy, conf, rig, backend="numpy"), repeat=1)
     sub = 600
-    t_naive, naive = best_of(lambda: naive_dlt(noisy[:sub], conf[:sub], rig), repeat=1)
+    t_naive, naive = best_of(lambda: triangulate_naive(noisy[:sub], conf[:sub], rig), repeat=1)
     n = frames * 17
     err = np.nanmedian(np.linalg.norm(res.points - X, axis=-1)) * 1000
     err_naive = np.nanmedian(np.linalg.norm(naive - X[:sub], axis=-1)) * 1000

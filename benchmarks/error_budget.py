@@ -31,11 +31,11 @@ import numpy as np
 from motionkit.body.fitting import BodyFitConfig, coco_rows, fit_body_model, fit_take
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.store import read_result
-from motionkit.eval.difficulty import gt_views, read_gt, true_rig
 from motionkit.eval.metrics import pa_mpjpe
+from motionkit.eval.synthetic_report import gt_views, read_gt, true_rig
 from motionkit.geometry.camera import CameraRig
 from motionkit.pipeline.config import PipelineConfig
-from motionkit.pipeline.stages import build_fit_inputs
+from motionkit.pipeline.fit_inputs import build_fit_inputs
 from motionkit.synthetic.scene import OBS_CLEAN, OBS_MISSED, OBS_OCCLUDED, expected_squared_error
 
 VARIANTS = ("production", "exact confidence", "true cameras", "clean obs", "true cameras + clean obs", "noise-free 2D")
@@ -94,7 +94,7 @@ def main() -> None:
     ds = EgoExoDataset(args.root)
     body = fit_body_model(None)
     rows = coco_rows(body)
-    weighting = PipelineConfig().observation_weighting
+    weighting = PipelineConfig().weighting
     rng = np.random.default_rng(0)
     fit_mm = {v: [] for v in VARIANTS}
     floors = []

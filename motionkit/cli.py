@@ -124,7 +124,7 @@ def synth(
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def doctor(build_cuda, as_json) -> None:
-    """Where fits run here: torch/CUDA/GPU details, and the fused operators of csrc/ (builds them on
+    """Where fits run here: torch/CUDA/GPU details, and the fused operators of motionkit/kernels/csrc/ (builds them on
     first use; says why they are unavailable and the torch path is used)."""
     from motionkit.kernels.loader import environment_report
 
@@ -159,7 +159,7 @@ def synth_report(root, fits, as_json) -> None:
     """The realised difficulty of a synthetic dataset: 2D error of the wearer's keypoints, its
     temporal correlation, swap/outlier/miss rates, landmark offsets, calibration error; with --fits,
     the accuracy of raw triangulation next to the fit's."""
-    from motionkit.eval.difficulty import dataset_difficulty, format_difficulty
+    from motionkit.eval.synthetic_report import dataset_difficulty, format_difficulty
 
     try:
         rep = dataset_difficulty(root, fits)
@@ -203,64 +203,74 @@ def takes(root, split, as_json) -> None:
         click.echo(f"{r['take_uid']}  {r['take_name']:<28} {str(r['split']):<6} {r['frames']:>7} frames  {r['task']}")
 
 
+def _fit_option(path: str, *decls: str, **kw):
+    """``(path, parameter name, click option)`` for the config leaf at ``path``: the option's default is
+    read from the dataclass (each default is written once); ``_fit_config`` sets the leaf."""
+    from motionkit.pipeline.config import PipelineConfig, config_leaves
+
+    default = config_leaves(PipelineConfig())[path]
+    if isinstance(default, tuple):
+        kw.setdefault("callback", lambda ctx, param, value: _iters(value))
+        default = ",".join(map(str, default))
+    if decls[0].startswith("--") and "/" not in decls[0] and isinstance(default, bool) and not default:
+        kw["is_flag"] = True
+    name = decls[0].split("/")[0].lstrip("-").replace("-", "_")  # click's parameter name
+    return path, name, click.option(*decls, default=default, show_default=default is not None, **kw)
+
+
+# every option of ``fit`` and ``batch`` that changes the run, with the config leaf it sets
+FIT_OPTIONS = [
+    _fit_option("fps", "--fps", type=click.FloatRange(min=1.0, max=30.0),
+                help="Output frame rate on the 30 fps take timeline."),
+    _fit_option("body_model", "--body-model",
+                help="SMPL-X file or folder (default: $MOTIONKIT_BODY_MODEL, else the synthetic demo body)."),
+    _fit_option("timesync_offset", "--timesync-offset", type=click.IntRange(0, 1),
+                help="Take frame i -> timesync row start + offset + i."),
+    _fit_option("device", "--device",
+                help="torch device for fitting and detection: auto (CUDA when available, else CPU), cpu, cuda, "
+                     "cuda:N."),
+    _fit_option("kernels", "--kernels", type=click.Choice(["auto", "torch", "fused"]),
+                help="Fit operators: fused C++/CUDA (motionkit/kernels/csrc/, built once on first use), the torch "
+                     "reference, or auto (fused when built; `motionkit doctor` says why not)."),
+    _fit_option("association", "--association", type=click.Choice(["soma", "cylinder", "soma+cylinder"]),
+                help="Wearer rule: nearest head to the projected Aria anchor (SOMA), the official "
+                     "cylinder-proposal + IoU rule, or SOMA with the cylinder rule where it finds nobody."),
+    _fit_option("detector", "--detector", type=click.Choice(["auto", "observations", "annotation", "rfdetr"]),
+                help="Detections from the dataset's observation cache, annotation2D, or RF-DETR on the videos."),
+    _fit_option("detector_variant", "--detector-variant", type=click.Choice(["nano", "small", "medium", "large"])),
+    _fit_option("detector_weights", "--detector-weights", help="Local RF-DETR checkpoint (never downloaded)."),
+    _fit_option("keypoint_weights", "--keypoint-weights", help="Local RFDETRKeypointPreview checkpoint."),
+    _fit_option("downscaled_video", "--downscaled-video",
+                help="RF-DETR reads frame_aligned_videos/downscaled/448/ (the release's 448p copies; ~20x fewer "
+                     "pixels to decode and move than 4K) instead of the full videos."),
+    _fit_option("body_fit.iters", "--fit-iters",
+                help="Adam iterations of the three fitting stages (A: root, B: + pose, C: + shape)."),
+    _fit_option("weighting.conf_power", "--conf-power", type=click.FloatRange(min=0.0),
+                help="Fit weight of a keypoint ~ confidence ** this (1: plain confidence weighting)."),
+    _fit_option("weighting.size_power", "--size-power", type=click.FloatRange(min=0.0),
+                help="Fit weight ~ (take's median box height / this view's box height) ** this, clipped "
+                     "to 1/4..4: pixels of a small far person count more (0: off)."),
+    _fit_option("body_fit.refine_cameras", "--refine-cameras/--no-refine-cameras",
+                help="After the fit, move each camera by a small rotation and translation onto the fitted "
+                     "landmarks and fit again, twice (three fits in all; the cameras used: fit/T_cam_world)."),
+    _fit_option("cross_view", "--cross-view/--no-cross-view",
+                help="Check each view's wearer against the wearer the other views triangulate: select it "
+                     "where the SOMA rule found nobody, replace a selection that disagrees (CROSS_VIEW)."),
+]  # fmt: skip
+
+
 def fit_options(f):
     """The options that change a fit (shared by ``fit`` and ``batch``); they become a ``PipelineConfig``."""
-    options = [
-        click.option("--fps", default=20.0, show_default=True, type=click.FloatRange(min=1.0, max=30.0),
-                     help="Output frame rate on the 30 fps take timeline."),
-        click.option("--body-model", default=None,
-                     help="SMPL-X file or folder (default: $MOTIONKIT_BODY_MODEL, else the synthetic demo body)."),
-        click.option("--timesync-offset", default=1, show_default=True, type=click.IntRange(0, 1),
-                     help="Take frame i -> timesync row start + offset + i."),
-        click.option("--device", default="auto", show_default=True,
-                     help="torch device for fitting and detection: auto (CUDA when available, else CPU), cpu, "
-                          "cuda, cuda:N."),
-        click.option("--kernels", default="auto", show_default=True, type=click.Choice(["auto", "torch", "fused"]),
-                     help="Fit operators: fused C++/CUDA (csrc/, built once on first use), the torch reference, "
-                          "or auto (fused when built; `motionkit doctor` says why not)."),
-        click.option("--association", default="soma", show_default=True,
-                     type=click.Choice(["soma", "cylinder", "soma+cylinder"]),
-                     help="Wearer rule: nearest head to the projected Aria anchor (SOMA), the official "
-                          "cylinder-proposal + IoU rule, or SOMA with the cylinder rule where it finds nobody."),
-        click.option("--detector", default="auto", show_default=True,
-                     type=click.Choice(["auto", "observations", "annotation", "rfdetr"]),
-                     help="Detections from the dataset's observation cache, annotation2D, or RF-DETR on the videos."),
-        click.option("--detector-variant", default="nano", show_default=True,
-                     type=click.Choice(["nano", "small", "medium", "large"])),
-        click.option("--detector-weights", default=None, help="Local RF-DETR checkpoint (never downloaded)."),
-        click.option("--keypoint-weights", default=None, help="Local RFDETRKeypointPreview checkpoint."),
-        click.option("--downscaled-video", is_flag=True,
-                     help="RF-DETR reads frame_aligned_videos/downscaled/448/ (the release's 448p copies; ~20x fewer "
-                          "pixels to decode and move than 4K) instead of the full videos."),
-        click.option("--fit-iters", default="100,200,150", show_default=True,
-                     callback=lambda ctx, param, value: _iters(value),
-                     help="Adam iterations of the three fitting stages (A: root, B: + pose, C: + shape)."),
-        click.option("--conf-power", default=3.0, show_default=True, type=click.FloatRange(min=0.0),
-                     help="Fit weight of a keypoint ~ confidence ** this (1: plain confidence weighting)."),
-        click.option("--size-power", default=1.0, show_default=True, type=click.FloatRange(min=0.0),
-                     help="Fit weight ~ (take's median box height / this view's box height) ** this, clipped "
-                          "to 1/4..4: pixels of a small far person count more (0: off)."),
-        click.option("--refine-cameras/--no-refine-cameras", default=True, show_default=True,
-                     help="After the fit, move each camera by a small rotation and translation onto the fitted "
-                          "landmarks and fit again, twice (three fits in all; the cameras used: fit/T_cam_world)."),
-        click.option("--cross-view/--no-cross-view", default=True, show_default=True,
-                     help="Check each view's wearer against the wearer the other views triangulate: select it "
-                          "where the SOMA rule found nobody, replace a selection that disagrees (CROSS_VIEW)."),
-    ]  # fmt: skip
-    for opt in reversed(options):
+    for _, _, opt in reversed(FIT_OPTIONS):
         f = opt(f)
     return f
 
 
-FIT_OPTION_NAMES = ("fps", "body_model", "timesync_offset", "device", "kernels", "detector", "detector_variant",
-                    "detector_weights", "keypoint_weights", "fit_iters", "association",
-                    "downscaled_video", "conf_power", "size_power", "refine_cameras", "cross_view")  # fmt: skip
-
-
 def _fit_config(kw: dict):
-    from motionkit.pipeline import PipelineConfig
+    """The ``PipelineConfig`` of the parsed options (removed from ``kw``)."""
+    from motionkit.pipeline.config import PipelineConfig
 
-    return PipelineConfig(**{k: kw.pop(k) for k in FIT_OPTION_NAMES})
+    return PipelineConfig.from_leaves({path: kw.pop(name) for path, name, _ in FIT_OPTIONS})
 
 
 @main.command()
@@ -285,7 +295,7 @@ def _fit_config(kw: dict):
 def fit(take_id, root, out_dir, until, as_json, **kw) -> None:
     """Fit one take: load -> anchor -> detect -> keypoints -> associate -> triangulate -> fit ->
     motion -> evaluate, and write <out>/<take_uid>.h5 with two PNGs beside it."""
-    from motionkit.pipeline import STAGES, run_fit
+    from motionkit.pipeline import STAGES, run_take
     from motionkit.synthetic.demo import ensure_demo_dataset
 
     cfg = _fit_config(kw)
@@ -299,7 +309,7 @@ def fit(take_id, root, out_dir, until, as_json, **kw) -> None:
 
                 take_id = EgoExoDataset(root).takes()[0].take_uid
         log = None if as_json else click.echo
-        outcome = run_fit(root, take_id, out_dir, cfg, until=until, log=log, progress=not as_json)
+        outcome = run_take(root, take_id, out_dir, cfg, until=until, log=log, progress=not as_json)
     except DataError as exc:
         _fail(exc)
     s = outcome.summary()
@@ -618,7 +628,7 @@ def batch(root, out_dir, takes_file, split, all_takes, executor, workers, cpus_p
         raise click.ClickException("no takes selected")
     fc = _fit_config(kw)
     if gpus_per_task is None:
-        from motionkit.kernels import resolve_device
+        from motionkit.common.device import resolve_device
 
         gpus_per_task = 1 if resolve_device(fc.device).type == "cuda" else 0
     bc = BatchConfig(

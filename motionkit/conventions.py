@@ -122,3 +122,10 @@ def nearest_take_frames(frame_pos: np.ndarray) -> np.ndarray:
 
 # joint limits of the fit (SMPLify's angle prior): (SMPL-X joint, axis, min, max) on the local axis-angle, radians
 SMPLX_JOINT_LIMITS = ((4, 0, 0.0, math.inf), (5, 0, 0.0, math.inf), (18, 1, -math.inf, 0.0), (19, 1, 0.0, math.inf))
+
+
+def eye_midpoint(joints, names: tuple[str, ...]):
+    """Midpoint ``(..., 3)`` of the vertex eyes of a ``BodyModel`` output ``joints (..., 55 + K, 3)`` whose
+    vertex keypoints are ``names`` (they follow the 55 joints)."""
+    left, right = SMPLX_NUM_JOINTS + names.index("left_eye"), SMPLX_NUM_JOINTS + names.index("right_eye")
+    return 0.5 * (joints[..., left, :] + joints[..., right, :])

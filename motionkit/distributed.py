@@ -1,6 +1,6 @@
 """Many takes at once on an existing engine: a local process pool, Ray, or Slurm through submitit.
 
-One task per take calls ``pipeline.run_fit`` (exactly what ``motionkit fit`` runs); with
+One task per take calls ``pipeline.run_take`` (exactly what ``motionkit fit`` runs); with
 ``takes_per_task = K > 1`` one task fits K takes in one batched fit on its device
 (``pipeline.run_fits``), which is what keeps a GPU busy. Results are
 written atomically by the task; the driver alone appends to ``<out>/manifest.jsonl`` (one JSON line
@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 
 from motionkit.common.errors import DataError
-from motionkit.pipeline import PipelineConfig, is_complete, run_fit, run_fits
+from motionkit.pipeline import PipelineConfig, is_complete, run_take, run_takes
 
 EXECUTORS = ("local", "ray", "slurm")
 
@@ -54,7 +54,7 @@ def fit_task(root: str, take_uid: str, out_dir: str, fit_config: dict, attempt: 
         threads = int(fit_config.pop("_threads", 0) or 0)
         if threads:
             torch.set_num_threads(threads)
-        run_fit(root, take_uid, out_dir, PipelineConfig.from_dict(fit_config), progress=False)
+        run_take(root, take_uid, out_dir, PipelineConfig.from_dict(fit_config), progress=False)
         rec.update(status="done", error="")
     except DataError as exc:
         rec.update(status="failed", error=str(exc))
@@ -72,7 +72,7 @@ def fit_group_task(root: str, take_uids: list[str], out_dir: str, fit_config: di
         threads = int(fit_config.pop("_threads", 0) or 0)
         if threads:
             torch.set_num_threads(threads)
-        results = run_fits(root, take_uids, out_dir, PipelineConfig.from_dict(fit_config), plot=True)
+        results = run_takes(root, take_uids, out_dir, PipelineConfig.from_dict(fit_config), plot=True)
     except Exception as exc:  # noqa: BLE001 - the whole group failed (e.g. out of GPU memory)
         err = f"{type(exc).__name__}: {exc}"
         return [{"take": u, **base, "status": "failed", "error": err, "duration_s": round(time.time() - t0, 3),

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 from scipy.ndimage import convolve1d, maximum_filter1d
 
-from motionkit.body.fitting import eye_midpoint
+from motionkit.conventions import eye_midpoint
 from motionkit.geometry.interpolation import valid_runs
 
 SMOOTHING_TAPS = np.array([0.05, 0.25, 0.4, 0.25, 0.05])

@@ -26,6 +26,7 @@ from motionkit.common.home import motionkit_home
 from motionkit.conventions import COCO17_INDEX, TAKE_FPS
 from motionkit.data.aria import AriaTrajectory, HeadAnchor, cad_T_device_cpf
 from motionkit.geometry.camera import Camera, CameraRig
+from motionkit.geometry.interpolation import bracket, lerp
 from motionkit.geometry.rotations import make_transform, quat_xyzw_to_matrix
 
 GOPRO_CALIB_COLUMNS = (
@@ -636,17 +637,12 @@ class Take:
         ts[inside] = col[rows[inside]]
         reason = np.where(inside, "", "OUT_OF_RANGE").astype(object)
         nan = inside & ~np.isfinite(ts)
-        if nan.any():
-            good = np.flatnonzero(np.isfinite(col))
-            for i in np.flatnonzero(nan):
-                r = rows[i]
-                k = np.searchsorted(good, r)
-                lo = good[k - 1] if k > 0 else None
-                hi = good[k] if k < len(good) else None
-                if lo is not None and hi is not None and hi - lo - 1 <= MAX_TS_INTERP_ROWS:
-                    ts[i] = col[lo] + (col[hi] - col[lo]) * (r - lo) / (hi - lo)
-                else:
-                    reason[i] = "ARIA_TS_NAN"
+        good = np.flatnonzero(np.isfinite(col))
+        if nan.any() and len(good):
+            b = bracket(good, rows[nan])  # span: rows between the valid rows around the NaN cell
+            fill = b.inside & (b.span - 1 <= MAX_TS_INTERP_ROWS) & (b.span > 0)
+            ts[np.flatnonzero(nan)[fill]] = lerp(col[good], b)[fill]
+        reason[nan & ~np.isfinite(ts)] = "ARIA_TS_NAN"
         return ts, reason
 
     def head_anchor(self, frames: np.ndarray, T_device_cpf: np.ndarray | None = None) -> HeadAnchor:
@@ -655,7 +651,9 @@ class Take:
         return self.trajectory.head_anchor_at(ts, cad_T_device_cpf() if T_device_cpf is None else T_device_cpf)
 
     # -- annotations -------------------------------------------------------------------------------
-    def _annotation_path(self, kind: str, sub: str) -> Path | None:
+    def annotation_path(self, kind: str, sub: str) -> Path | None:
+        """The take's file under ``annotations/ego_pose/<split>/<sub>/`` (``body/<kind>/`` for ``sub="body"``),
+        or None."""
         base = self.dataset.root / "annotations" / "ego_pose"
         splits = [self.info.split] if self.info.split else ["train", "val", "test"]
         for s in splits:
@@ -666,9 +664,9 @@ class Take:
 
     def body_annotation(self, kind: str = "annotation") -> BodyAnnotation | None:
         """Manual (``annotation``) or automatic body keypoints, or None when the take has none."""
-        p = self._annotation_path(kind, "body")
+        p = self.annotation_path(kind, "body")
         return None if p is None else read_body_annotation(p)
 
     def camera_pose(self) -> dict | None:
-        p = self._annotation_path("", "camera_pose")
+        p = self.annotation_path("", "camera_pose")
         return None if p is None else read_camera_pose(p)

@@ -26,6 +26,7 @@ import numpy as np
 
 from motionkit.conventions import COCO17_FACE
 from motionkit.data.observations import Observations
+from motionkit.geometry.boxes import box_iou
 from motionkit.geometry.camera import CameraRig
 
 SELECTED = ("TRACKED", "REDETECT", "DRIFT_REDETECT", "GROUND_MATCH", "TRACKED_BLIND")
@@ -110,17 +111,6 @@ def head_points(box: np.ndarray, kp: np.ndarray, conf: np.ndarray, conf_min: flo
         med = np.nanmedian(np.where(ok[..., None], kp[:, face], np.nan), axis=1)
     top = np.stack([(box[:, 0] + box[:, 2]) / 2, box[:, 1] + 0.1 * (box[:, 3] - box[:, 1])], 1)
     return np.where((n > 0)[:, None], med, top)
-
-
-def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """IoU of one box ``a (4,)`` with boxes ``b (N, 4)``."""
-    x0 = np.maximum(a[0], b[:, 0])
-    y0 = np.maximum(a[1], b[:, 1])
-    x1 = np.minimum(a[2], b[:, 2])
-    y1 = np.minimum(a[3], b[:, 3])
-    inter = np.clip(x1 - x0, 0, None) * np.clip(y1 - y0, 0, None)
-    area = (a[2] - a[0]) * (a[3] - a[1]) + (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1]) - inter
-    return inter / np.maximum(area, 1e-9)
 
 
 def project_anchor(rig: CameraRig, anchor_pos: np.ndarray, anchor_ok: np.ndarray, cfg: AssociationConfig):
@@ -270,7 +260,7 @@ def select_wearer(
             if not a_valid[f, v]:
                 chosen = None
                 if state is not None and blind < cfg.max_blind_frames and len(cand):
-                    ious = _iou(state, obs.box[idx[cand]])
+                    ious = box_iou(state, obs.box[idx[cand]])
                     k = int(np.argmax(ious))
                     if ious[k] >= cfg.iou_track and not in_front[cand[k]]:
                         chosen = cand[k]
@@ -296,7 +286,7 @@ def select_wearer(
             chosen = None
             why = "REDETECT"
             if state is not None:
-                ious = _iou(state, obs.box[idx[cand]])
+                ious = box_iou(state, obs.box[idx[cand]])
                 k = int(np.argmax(np.where(okc, ious, -1.0)))
                 if okc[k] and ious[k] >= cfg.iou_track:
                     # the track is a tie-breaker, not a veto: a bystander who overlapped the wearer's box

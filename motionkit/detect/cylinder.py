@@ -16,7 +16,9 @@ import numpy as np
 
 from motionkit.data.observations import Observations
 from motionkit.detect.association import Association, editable_arrays, observation_cells, put_rows
+from motionkit.geometry.boxes import box_iou
 from motionkit.geometry.camera import CameraRig
+from motionkit.geometry.interpolation import fill_gaps_bracket, lerp
 
 RADIUS_M = 0.3
 HEIGHT_M = 1.5
@@ -41,8 +43,7 @@ def cylinder_proposals(rig: CameraRig, head: np.ndarray, head_ok: np.ndarray) ->
     """Proposal boxes ``(F, V, 4)`` raw pixels xyxy (NaN where the head is unknown, the cylinder is
     not in the image, or the proposal is rejected)."""
     uv = rig.project(cylinder_points(np.where(head_ok[:, None], head, 0.0)))  # (F, V, 104, 2)
-    W, H = rig.sizes[:, 0][None, :, None], rig.sizes[:, 1][None, :, None]
-    inside = np.isfinite(uv).all(-1) & (uv[..., 0] >= 0) & (uv[..., 0] < W) & (uv[..., 1] >= 0) & (uv[..., 1] < H)
+    inside = rig.in_image(uv)
     u = np.where(inside, uv[..., 0], np.nan)
     v = np.where(inside, uv[..., 1], np.nan)
     box = np.full(uv.shape[:2] + (4,), np.nan)
@@ -58,15 +59,6 @@ def cylinder_proposals(rig: CameraRig, head: np.ndarray, head_ok: np.ndarray) ->
     return np.where(ok[..., None], box, np.nan)
 
 
-def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """IoU of boxes ``a (N, 4)`` with ``b (N, 4)`` row by row."""
-    x0, y0 = np.maximum(a[:, 0], b[:, 0]), np.maximum(a[:, 1], b[:, 1])
-    x1, y1 = np.minimum(a[:, 2], b[:, 2]), np.minimum(a[:, 3], b[:, 3])
-    inter = np.clip(x1 - x0, 0, None) * np.clip(y1 - y0, 0, None)
-    union = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1]) + (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1]) - inter
-    return inter / np.maximum(union, 1e-9)
-
-
 def bridge_anchor_gaps(head: np.ndarray, head_ok: np.ndarray, fps: float,
                        max_gap_s: float = MAX_BRIDGED_GAP_S) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Head positions ``(F, 3)`` and validity ``(F,)`` with interior gaps of ``head_ok`` no longer than
@@ -74,18 +66,12 @@ def bridge_anchor_gaps(head: np.ndarray, head_ok: np.ndarray, fps: float,
     the take are not extrapolated)."""
     head = np.array(head, dtype=np.float64)
     ok = np.asarray(head_ok, bool).copy()
-    bad = np.flatnonzero(~ok)
-    if not len(bad) or not ok.any():
+    if ok.all() or not ok.any():
         return head, ok
-    starts = bad[np.r_[True, np.diff(bad) > 1]]
-    ends = bad[np.r_[np.diff(bad) > 1, True]] + 1
-    for a, b in zip(starts, ends, strict=True):
-        if a == 0 or b == len(ok) or (b - a) / fps > max_gap_s:
-            continue
-        w = (np.arange(a, b) - (a - 1)) / (b - (a - 1))
-        head[a:b] = (1 - w)[:, None] * head[a - 1] + w[:, None] * head[b]
-        ok[a:b] = True
-    return head, ok
+    b = fill_gaps_bracket(ok)  # span: frames between the valid samples around a gap (its length + 1)
+    fill = ~ok & b.inside & ((b.span - 1) / fps <= max_gap_s)
+    head[fill] = lerp(head[ok], b)[fill]
+    return head, ok | fill
 
 
 def apply_cylinder_rule(assoc: Association, obs: Observations, rig: CameraRig, head: np.ndarray,
@@ -102,7 +88,7 @@ def apply_cylinder_rule(assoc: Association, obs: Observations, rig: CameraRig, h
     fi, vi = observation_cells(assoc.frame_index, obs, rig)
     rows = np.flatnonzero((fi >= 0) & (vi >= 0))
     rows = rows[where[fi[rows], vi[rows]] & np.isfinite(prop[fi[rows], vi[rows]]).all(-1)]
-    iou = _iou(obs.box[rows].astype(np.float64), prop[fi[rows], vi[rows]])
+    iou = box_iou(obs.box[rows], prop[fi[rows], vi[rows]])
     best = np.full((F, V), -1)
     best_iou = np.zeros((F, V))
     for r, f, v, x in zip(rows, fi[rows], vi[rows], iou, strict=True):  # detections of the chosen camera-frames

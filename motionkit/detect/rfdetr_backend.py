@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from motionkit.common.errors import DataError
+from motionkit.geometry.boxes import box_iou
 
 VARIANTS = {"nano": "RFDETRNano", "small": "RFDETRSmall", "medium": "RFDETRMedium", "large": "RFDETRLarge"}
 DEFAULT_FILES = {
@@ -105,17 +106,6 @@ class RFDETRDetector:
         return out
 
 
-def _iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    x0 = np.maximum(a[:, None, 0], b[None, :, 0])
-    y0 = np.maximum(a[:, None, 1], b[None, :, 1])
-    x1 = np.minimum(a[:, None, 2], b[None, :, 2])
-    y1 = np.minimum(a[:, None, 3], b[None, :, 3])
-    inter = np.clip(x1 - x0, 0, None) * np.clip(y1 - y0, 0, None)
-    area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
-    area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
-    return inter / np.maximum(area_a[:, None] + area_b[None, :] - inter, 1e-9)
-
-
 @dataclass
 class RFDETRKeypoints:
     """COCO-17 keypoints from ``RFDETRKeypointPreview``. Top-down (``estimate_crops``, the
@@ -163,7 +153,7 @@ class RFDETRKeypoints:
                 k = preds[i]
                 inst_boxes = np.asarray(k.data.get("xyxy", np.zeros((0, 4))), dtype=np.float64).reshape(-1, 4)
                 if len(inst_boxes):
-                    iou = _iou_matrix(np.asarray(bx, np.float64), inst_boxes)
+                    iou = box_iou(np.asarray(bx, np.float64)[:, None], inst_boxes[None])
                     best = iou.argmax(1)
                     ok = iou[np.arange(n), best] >= self.min_iou
                     kp[ok] = k.xy[best[ok]] + self.pixel_offset

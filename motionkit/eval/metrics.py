@@ -204,6 +204,29 @@ def pa_mpjpe(
         return np.where(n >= max(min_joints, 1), d.sum(-1) / n * 1000.0, np.nan)
 
 
+def pa_mpjpe_naive(pred: np.ndarray, gt: np.ndarray, min_joints: int = DEFAULT_MIN_JOINTS) -> np.ndarray:
+    """Slow reference of ``pa_mpjpe``: a Python loop over frames, each a similarity Procrustes by SVD
+    in float64 (SPIN's ``compute_similarity_transform``). ``pred``, ``gt (F, J, 3)`` metres, NaN joints
+    left out -> ``(F,)`` mm, NaN where fewer than ``min_joints`` joints are present in both."""
+    out = np.full(len(pred), np.nan)
+    for i, (p, g) in enumerate(zip(np.asarray(pred, np.float64), np.asarray(gt, np.float64), strict=True)):
+        m = np.isfinite(p).all(-1) & np.isfinite(g).all(-1)
+        if m.sum() < min_joints:
+            continue
+        X1, X2 = p[m].T, g[m].T
+        mu1, mu2 = X1.mean(1, keepdims=True), X2.mean(1, keepdims=True)
+        A, B = X1 - mu1, X2 - mu2
+        K = A @ B.T
+        U, _, Vt = np.linalg.svd(K)
+        Z = np.eye(3)
+        Z[-1, -1] = np.sign(np.linalg.det(U @ Vt))
+        R = Vt.T @ Z @ U.T
+        scale = np.trace(R @ K) / (A**2).sum()
+        t = mu2 - scale * R @ mu1
+        out[i] = np.linalg.norm(scale * R @ X1 + t - X2, axis=0).mean() * 1000
+    return out
+
+
 def accel_error(pred: np.ndarray, gt: np.ndarray, fps: float, valid: np.ndarray | None = None) -> np.ndarray:
     """GVHMR acceleration error per window ``(T - 2,)`` in m/s^2 (inputs ``(T, J, 3)`` metres).
 

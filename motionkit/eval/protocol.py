@@ -157,11 +157,8 @@ def segment_coverage(
             d = np.minimum(np.abs(vt[j] - pts), np.abs(vt[np.maximum(j - 1, 0)] - pts))
             cov = d <= 1.0 / (2 * target_fps) + 1e-9
         elif mode == "interpolated":
-            i1 = np.clip(np.searchsorted(t, pts, side="left"), 0, len(t) - 1)
-            exact = np.isclose(t[i1], pts, atol=1e-9) & v[i1]
-            i0 = np.maximum(i1 - 1, 0)
-            between = v[i0] & v[i1] & (t[i1] - t[i0] <= 1.0 / rate + 1e-9) & (t[i0] <= pts) & (pts <= t[i1])
-            cov = exact | between
+            b = bracket(t, pts)  # an exact hit needs its own sample; else both around, at most 1/rate apart
+            cov = b.inside & v[b.i0] & v[b.i1] & (b.span <= 1.0 / rate + 1e-9)
         else:
             raise ValueError("mode must be 'native' or 'interpolated'")
         out.append(float(cov.mean()))

@@ -12,7 +12,7 @@ import numpy as np
 from motionkit.body.fitting import FACE_KEYPOINTS
 from motionkit.conventions import COCO17_OFFSET_PARENT, SMPLX_TO_COCO17, TAKE_FPS
 from motionkit.data.egoexo4d import EgoExoDataset
-from motionkit.data.posed import fitted_body, fitted_valid
+from motionkit.data.fitted_body import fitted_body, fitted_valid
 from motionkit.data.store import TakeResult, read_result, result_path
 from motionkit.eval.metrics import foot_sliding_gt_free, jitter
 from motionkit.eval.protocol import (

@@ -5,9 +5,32 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
 from motionkit.geometry.fisheye import kb3_project_np, kb3_unproject_np
 from motionkit.geometry.rotations import axis_rotation, invert_transform, make_transform
+
+
+def inside_image(pixels: np.ndarray, width, height, margin: float = 0.0) -> np.ndarray:
+    """``(...)`` bool: raw pixels ``(..., 2)`` inside an image of ``width`` x ``height`` (broadcast against
+    the pixels' leading dims) enlarged by ``margin`` (a fraction of each side). Pixel centres are integers,
+    so the image spans ``-0.5 .. width - 0.5`` (docs/conventions.md); NaN pixels are outside."""
+    u, v = pixels[..., 0], pixels[..., 1]
+    mw, mh = margin * width, margin * height
+    return (u >= -0.5 - mw) & (u <= width - 0.5 + mw) & (v >= -0.5 - mh) & (v <= height - 0.5 + mh)
+
+
+def rig_to_camera(points: np.ndarray, R_cw: np.ndarray, t_cw: np.ndarray) -> np.ndarray:
+    """World points ``(..., V, J, 3)`` (one set per view; a size-1 view axis broadcasts) into the frames of
+    ``V`` cameras, ``R_cw (V, 3, 3)`` and ``t_cw (V, 3)`` world -> camera: ``(..., V, J, 3)``. The world ->
+    camera step of every rig projection (``CameraRig.to_camera``, ``CameraRig.project``)."""
+    return np.einsum("vij,...vkj->...vki", R_cw, points) + t_cw[:, None, :]
+
+
+def rig_to_camera_torch(points: torch.Tensor, R_cw: torch.Tensor, t_cw: torch.Tensor) -> torch.Tensor:
+    """Torch twin of ``rig_to_camera`` for points shared by the views: ``points (..., M, J, 3)`` world,
+    ``R_cw (..., V, 3, 3)``, ``t_cw (..., V, 3)`` -> ``(..., M, V, J, 3)`` camera frames."""
+    return torch.einsum("...vij,...mkj->...mvki", R_cw, points) + t_cw[..., None, :, None, :]
 
 
 def look_at(center: np.ndarray, target: np.ndarray, roll: float = 0.0) -> np.ndarray:
@@ -87,9 +110,7 @@ class Camera:
 
     def in_image(self, pixels: np.ndarray, margin: float = 0.0) -> np.ndarray:
         """``(...)`` bool: pixel inside the image enlarged by ``margin`` (fraction of each side)."""
-        u, v = pixels[..., 0], pixels[..., 1]
-        mw, mh = margin * self.width, margin * self.height
-        return (u >= -0.5 - mw) & (u <= self.width - 0.5 + mw) & (v >= -0.5 - mh) & (v <= self.height - 0.5 + mh)
+        return inside_image(pixels, self.width, self.height, margin)
 
     def scaled(self, s: float) -> Camera:
         """The same camera for an image resized by ``s`` (pixel-centre rule ``c' = s (c + 0.5) - 0.5``)."""
@@ -157,10 +178,19 @@ class CameraRig:
         ``points_world (..., J, 3)`` broadcasts to all views, or with ``per_view`` it is
         ``(..., V, J, 3)``; returns ``(..., V, J, 2)`` raw pixels (NaN where invalid).
         """
+        return kb3_project_np(self.to_camera(points_world, per_view=per_view), self.params[:, None, :],
+                              return_valid=return_valid)  # fmt: skip
+
+    def in_image(self, pixels: np.ndarray, margin: float = 0.0) -> np.ndarray:
+        """``(..., V, J)`` bool: pixels ``(..., V, J, 2)`` inside their view's image (``inside_image``)."""
+        W, H = self.sizes[:, 0][:, None], self.sizes[:, 1][:, None]
+        return inside_image(pixels, W, H, margin)
+
+    def to_camera(self, points_world: np.ndarray, *, per_view: bool = False) -> np.ndarray:
+        """World points ``(..., J, 3)`` (or ``(..., V, J, 3)`` with ``per_view``) in every camera's frame:
+        ``(..., V, J, 3)`` (``rig_to_camera``)."""
         P = np.asarray(points_world, dtype=np.float64)
         if per_view and (P.ndim < 3 or P.shape[-3] != len(self)):
             raise ValueError(f"per_view points must have shape (..., {len(self)}, J, 3); got {P.shape}")
-        Pv = P if per_view else P[..., None, :, :]
         T = self.T_cam_world  # (V, 4, 4)
-        pc = np.einsum("vij,...vkj->...vki", T[:, :3, :3], Pv) + T[:, None, :3, 3]
-        return kb3_project_np(pc, self.params[:, None, :], return_valid=return_valid)
+        return rig_to_camera(P if per_view else P[..., None, :, :], T[:, :3, :3], T[:, :3, 3])

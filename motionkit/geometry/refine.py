@@ -15,6 +15,7 @@ import numpy as np
 import roma
 import torch
 
+from motionkit.geometry.camera import rig_to_camera_torch
 from motionkit.geometry.fisheye import kb3_project_torch, theta_max_np
 from motionkit.geometry.robust import gmof
 
@@ -84,7 +85,7 @@ def refine_camera_poses(
         dR = roma.rotvec_to_rotmat(r)
         R = dR @ T[:, :3, :3]
         tt = (dR @ T[:, :3, 3:])[..., 0] + t
-        pc = torch.einsum("vij,mkj->mvki", R, X) + tt[None, :, None]
+        pc = rig_to_camera_torch(X, R, tt)
         uv, valid = kb3_project_torch(pc, P[None, :, None], return_valid=True, theta_max=theta_max[None, :, None])
         e2 = torch.where(valid, ((uv - x) ** 2).sum(-1), torch.zeros_like(uv[..., 0]))
         return e2, valid

@@ -22,6 +22,7 @@ points, parallel) and a batched numpy reference (``backend="numpy"``).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import warnings
@@ -138,8 +139,7 @@ def _solve_once_np(C, dirs, w, mask, X0):
 def _reproject_np(X: np.ndarray, rig: CameraRig, px: np.ndarray) -> np.ndarray:
     """Pixel errors ``(..., V)`` of points ``X (..., 3)`` in every view against ``px (..., V, 2)``
     (broadcasting over the leading dims)."""
-    T = rig.T_cam_world
-    pc = np.einsum("vij,...j->...vi", T[:, :3, :3], X) + T[:, :3, 3]
+    pc = rig.to_camera(X[..., None, :])[..., 0, :]  # (..., V, 3)
     return np.linalg.norm(kb3_project_np(pc, rig.params) - px, axis=-1)
 
 
@@ -386,36 +386,35 @@ def triangulate(
     pixels: np.ndarray,
     conf: np.ndarray,
     rig: CameraRig,
+    cfg: TriangulationConfig | None = None,
     *,
-    min_views: int = 2,
-    max_residual_px: float = 60.0,
-    ransac_px: float = 35.0,
-    conf_min: float = 0.3,
-    residual_stat: str = "mean",
-    huber_refine: bool = False,
     backend: str = "numba",
+    **overrides,
 ) -> TriangulationResult:
     """Triangulate keypoints seen in several fisheye views.
 
     Args:
         pixels: ``(F, V, J, 2)`` raw fisheye pixels (NaN = missing), views in ``rig`` order.
-        conf: ``(F, V, J)`` confidences in [0, 1]; observations below ``conf_min`` are ignored.
+        conf: ``(F, V, J)`` confidences in [0, 1]; observations below ``cfg.conf_min`` are ignored.
         rig: the cameras.
-        backend: ``"numba"`` (compiled, default) or ``"numpy"`` (batched reference).
+        cfg: thresholds (``TriangulationConfig``); ``overrides`` replace single fields of it
+            (``max_residual_px=200.0``).
+        backend: ``"numba"`` (compiled, default) or ``"numpy"`` (batched reference, ``triangulate_naive``).
 
     Returns:
         A ``TriangulationResult`` (see its docstring).
     """
+    cfg = dataclasses.replace(cfg or TriangulationConfig(), **overrides)
     pixels = np.asarray(pixels, dtype=np.float64)
     conf = np.asarray(conf, dtype=np.float64)
     _validate(pixels, conf, rig)
-    if min_views < 2:
+    if cfg.min_views < 2:
         raise ValueError("min_views must be >= 2")
-    if residual_stat not in ("mean", "max"):
+    if cfg.residual_stat not in ("mean", "max"):
         raise ValueError("residual_stat must be 'mean' or 'max'")
-    cfg = TriangulationConfig(min_views, max_residual_px, ransac_px, conf_min, residual_stat, huber_refine)
+    min_views, max_residual_px, residual_stat = cfg.min_views, cfg.max_residual_px, cfg.residual_stat
     F, V, J, _ = pixels.shape
-    px, w = _flatten(pixels, conf, conf_min)
+    px, w = _flatten(pixels, conf, cfg.conf_min)
     if backend == "numba":
         X, inl, ok, err, dirs, w = _triangulate_numba(px, w, rig, cfg)
     elif backend == "numpy":
@@ -424,7 +423,7 @@ def triangulate(
         err = None
     else:
         raise ValueError(f"unknown backend {backend!r}")
-    if huber_refine:
+    if cfg.huber_refine:
         X = huber_refine_points(X, px, np.where(inl, w, 0.0), rig, cfg.huber_delta_px, cfg.huber_iters)
         err = None
     if err is None:
@@ -453,6 +452,30 @@ def triangulate(
         resid_mean=rmean.reshape(F, J),
         resid_max=rmax.reshape(F, J),
     )
+
+
+def triangulate_naive(px: np.ndarray, conf: np.ndarray, rig: CameraRig, conf_min: float = 0.3) -> np.ndarray:
+    """Slow reference of ``triangulate`` without its robustness: undistort every observation (vectorised
+    per camera), then per point build the 2V x 4 DLT matrix in normalised coordinates and take its SVD.
+    ``px (F, V, J, 2)`` raw pixels, ``conf (F, V, J)`` -> ``(F, J, 3)`` world metres (NaN with fewer
+    than two views of ``conf >= conf_min``)."""
+    F, V, J, _ = px.shape
+    P = [c.T_cam_world[:3] for c in rig]
+    rays = np.stack([kb3_unproject_np(px[:, v], rig[v].params) for v in range(V)], axis=1)  # (F, V, J, 3)
+    xy = rays[..., :2] / rays[..., 2:]
+    use = (conf >= conf_min) & np.isfinite(xy).all(-1)
+    out = np.full((F, J, 3), np.nan)
+    for f in range(F):
+        for j in range(J):
+            rows = []
+            for v in range(V):
+                if use[f, v, j]:
+                    x, y = xy[f, v, j]
+                    rows += [x * P[v][2] - P[v][0], y * P[v][2] - P[v][1]]
+            if len(rows) >= 4:
+                X = np.linalg.svd(np.array(rows))[2][-1]
+                out[f, j] = X[:3] / X[3]
+    return out
 
 
 def view_outliers(
@@ -504,13 +527,11 @@ def huber_refine_points(X, px, w, rig: CameraRig, delta: float = 10.0, iters: in
     """
     X = X.copy()
     ok = np.isfinite(X).all(-1) & ((w > 0).sum(-1) >= 2)
-    T = rig.T_cam_world
     h = 1e-6
     for _ in range(iters):
         Xs = X[ok]
         pts = np.concatenate([Xs[:, None], Xs[:, None] + h * np.eye(3)[None]], axis=1)  # (n, 4, 3)
-        pc = np.einsum("vij,npj->npvi", T[:, :3, :3], pts) + T[:, :3, 3]
-        uv = kb3_project_np(pc, rig.params)  # (n, 4, V, 2)
+        uv = kb3_project_np(rig.to_camera(pts[..., None, :])[..., 0, :], rig.params)  # (n, 4, V, 2)
         r = uv[:, 0] - px[ok]  # (n, V, 2)
         Jm = (uv[:, 1:] - uv[:, :1]) / h  # (n, 3, V, 2)
         Jm = np.moveaxis(Jm, 1, -1)  # (n, V, 2, 3)

@@ -5,6 +5,6 @@
 reference path, used when the operators cannot be built.
 """
 
-from motionkit.kernels.loader import available, ensure_loaded, resolve_device, status
+from motionkit.kernels.loader import available, ensure_loaded, status
 
-__all__ = ["available", "ensure_loaded", "resolve_device", "status"]
+__all__ = ["available", "ensure_loaded", "status"]

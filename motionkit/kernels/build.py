@@ -1,4 +1,4 @@
-"""Building the fused operators of ``csrc/`` (docs/kernels.md): compiled on first use with
+"""Building the fused operators of ``motionkit/kernels/csrc/`` (docs/kernels.md): compiled on first use with
 ``torch.utils.cpp_extension`` and cached by source hash under ``$MOTIONKIT_KERNELS_DIR`` (default
 ``$MOTIONKIT_HOME/kernels``), so that a change of the sources, of torch or of the CUDA toolkit builds
 afresh and nothing else does.
@@ -24,8 +24,8 @@ import torch
 from motionkit.common.home import motionkit_home
 
 KERNELS_DIR_ENV_VAR = "MOTIONKIT_KERNELS_DIR"
-CSRC = Path(__file__).resolve().parents[2] / "csrc"
-CPU_SOURCES = ("ops_cpu.cpp",)
+CSRC = Path(__file__).resolve().parent / "csrc"  # package data: shipped in wheels and sdists
+CPU_SOURCES = ("ops_schema.cpp", "ops_cpu.cpp")
 CUDA_SOURCES = ("ops_cuda.cu",)
 HEADERS = ("mk_math.h", "mk_body.h", "mk_checks.h", "mk_knots.h")
 CPU_FLAGS = ("-O3", "-fopenmp")
@@ -107,7 +107,7 @@ def build_library(kind: str, verbose: bool = False) -> Path:
     if kind not in ("cpu", "cuda"):
         raise ValueError(f"kind must be 'cpu' or 'cuda', not {kind!r}")
     if not sources_present():
-        raise RuntimeError(f"the C++/CUDA sources are not in {CSRC} (an installed copy without csrc/?)")
+        raise RuntimeError(f"the C++/CUDA sources are not in {CSRC} (an installed copy without its csrc/?)")
     name = f"motionkit_ops_{kind}_{source_hash(kind)}"
     folder = kernels_dir() / name
     lib = folder / f"{name}.so"

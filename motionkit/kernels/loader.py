@@ -7,6 +7,7 @@ import warnings
 
 import torch
 
+from motionkit.common.device import resolve_device
 from motionkit.kernels.build import build_library, kernels_dir, nvcc_path
 
 _lock = threading.Lock()
@@ -56,13 +57,6 @@ def available(device: torch.device | str) -> bool:
     dev = torch.device(device)
     st = ensure_loaded(cuda=dev.type == "cuda" or None)
     return st["cuda"] if dev.type == "cuda" else st["cpu"]
-
-
-def resolve_device(device: str | torch.device) -> torch.device:
-    """``"auto"``: the current CUDA device when one is available, else the CPU; anything else as given."""
-    if str(device) == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
 
 
 def environment_report(build_cuda: bool | None = None) -> dict:

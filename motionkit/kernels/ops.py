@@ -3,7 +3,7 @@
 Every function here has a torch reference with the same semantics, tested for parity:
 ``body_joints`` ~ ``BodyModel.forward`` after ``roma.special_gramschmidt``; ``rot6d_to_rotvec`` ~
 ``roma.rotmat_to_rotvec(roma.special_gramschmidt(.))``; ``robust_reprojection`` ~
-``motionkit.body.fitting.reprojection_loss``; ``prior_terms`` ~ ``motionkit.body.fitting.prior_terms``;
+``motionkit.body.objective.robust_reprojection``; ``prior_terms`` ~ ``motionkit.body.objective.prior_terms``;
 ``knot_sequence`` ~ ``motionkit.body.multiscale.KnotBasis.sequence``.
 Call ``motionkit.kernels.ensure_loaded()`` first.
 """
@@ -128,7 +128,7 @@ def robust_reprojection(
     joints, R_cw, t_cw, params, theta_max, obs_px, weight, sigma: float, partner: torch.Tensor | None = None
 ) -> torch.Tensor:
     """Per-problem robust KB3 reprojection loss ``(P,)``: ``sum w GMoF(r^2) / sum w`` (see
-    ``motionkit.body.fitting.reprojection_loss``), fused in one pass.
+    ``motionkit.body.objective.robust_reprojection``), fused in one pass.
 
     ``joints (P, M, J, 3)`` world; ``R_cw (P, V, 3, 3)``, ``t_cw (P, V, 3)``, ``params (P, V, 8)``,
     ``theta_max (P, V)``; ``obs_px (P, M, V, J, 2)``; ``weight (P, M, V, J)``; ``partner (J,)`` int64,
@@ -159,7 +159,7 @@ def _limit_table(limits, n_rot: int, like: torch.Tensor) -> torch.Tensor:
 
 def prior_terms(J, coco, tri, tri_w, fm, fps, rot6d, rv, sigma_3d: float, limits=None, n_acc: int = 55) -> torch.Tensor:
     """The fit's terms besides the reprojection, ``(P, 5)``, fused: same arguments and result as
-    ``motionkit.body.fitting.prior_terms`` (3D agreement, acceleration, orientation change, pose,
+    ``motionkit.body.objective.prior_terms`` (3D agreement, acceleration, orientation change, pose,
     joint limits). Gradients w.r.t. ``J``, ``rot6d`` (its joint 0, the root) and ``rv``."""
     register_autograd()
     table = _limit_table(SMPLX_JOINT_LIMITS if limits is None else limits, rv.shape[-2], J)

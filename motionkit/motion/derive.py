@@ -10,7 +10,7 @@ import numpy as np
 
 from motionkit.common.errors import DataError
 from motionkit.conventions import R_ZUP_TO_YUP
-from motionkit.data.posed import fitted_body, fitted_valid
+from motionkit.data.fitted_body import fitted_body, fitted_valid
 from motionkit.data.store import TakeResult
 from motionkit.geometry.interpolation import bracket, lerp, valid_runs
 from motionkit.geometry.rotations import rotvec_to_matrix
@@ -127,4 +127,47 @@ def fit_arrays(result: TakeResult) -> dict:
         "valid": valid,
         "fps": fps,
         "take_uid": str(result.attrs.get("take_uid", "motion")),
+    }
+
+
+def longest_run(derived: DerivedMotion) -> int | None:
+    """Index of the longest valid run (None without runs)."""
+    if not derived.runs:
+        return None
+    return max(range(len(derived.runs)), key=lambda i: derived.runs[i][1] - derived.runs[i][0])
+
+
+def codes_document(arrays: dict, derived: DerivedMotion, preset: str) -> dict:
+    """The ``<stem>.codes.json`` document of a take (``motionkit codes``): its runs and their event sets,
+    with the take and the body model that made the fit (``arrays``: ``fit_arrays``)."""
+    return {
+        "take_uid": arrays["take_uid"],
+        "body_model": arrays["body_model"],
+        "preset": preset,
+        "runs": [list(r) for r in derived.runs],
+        "event_sets": [es.to_dict() for es in derived.events],
+    }
+
+
+def event_counts(derived: DerivedMotion) -> tuple[int, int]:
+    """``(events with an action, QA-eligible events)`` over every run."""
+    events = [e for es in derived.events for e in es.events]
+    return sum(e.spatial_category != "no_action" for e in events), sum(bool(e.qa_eligible) for e in events)
+
+
+def features_document(arrays: dict, derived: DerivedMotion, variant: str) -> dict:
+    """The ``<stem>.hml263.runs.json`` document beside a take's features (``motionkit features``): each
+    run's fit-grid frames, its rows in the concatenated features and their time span."""
+    rows, r0 = [], 0
+    for (s, e), x, t in zip(derived.runs, derived.features, derived.feature_time_s, strict=True):
+        span = [float(t[0]), float(t[-1])] if len(t) else []
+        rows.append({"frames": [s, e], "rows": [r0, r0 + len(x)], "time_s": span})
+        r0 += len(x)
+    return {
+        "take_uid": arrays["take_uid"],
+        "fps": FEATURE_FPS,
+        "fit_fps": arrays["fps"],
+        "variant": variant,
+        "body_model": arrays["body_model"],
+        "runs": rows,
     }

@@ -35,9 +35,9 @@ import numpy as np
 
 from motionkit import __version__
 from motionkit.common.errors import DataError
-from motionkit.common.files import write_text_atomic
+from motionkit.common.files import write_json_atomic, write_text_atomic
 from motionkit.conventions import R_ZUP_TO_YUP, TAKE_FPS
-from motionkit.data.store import TakeResult
+from motionkit.data.store import TakeResult, read_result
 from motionkit.geometry.interpolation import valid_runs
 from motionkit.geometry.rotations import rotvec_to_matrix
 from motionkit.motion.codes import CODES, EventSet, extract_events, qa_seed, quantitative_values
@@ -222,3 +222,52 @@ def write_documents(export: TakeExport, out_dir: Path) -> list[Path]:
         write_text_atomic(p, document_text(doc))
         paths.append(p)
     return paths
+
+
+@dataclass
+class FolderExport:
+    """``export_results``'s outcome: ``index`` (written to ``index.json``: every take with its files or
+    why none was written), ``written`` files in all, and one line per take for the terminal (``lines``,
+    ``(text, is_problem)``)."""
+
+    index: dict
+    written: int
+    lines: list[tuple[str, bool]]
+
+
+def export_results(files: list[Path], out_dir: Path, *, preset: str = "default", frame: str = "person",
+                   camera: str | None = None) -> FolderExport:  # fmt: skip
+    """Export the result files ``files`` as HumanMoveVQA tracks into ``out_dir`` (``export_take`` and
+    ``write_documents`` per take) and write ``out_dir/index.json`` atomically. A take that cannot be
+    exported is recorded with the reason and skipped; a record whose sign and word disagree is a bug,
+    never data: ``RuntimeError`` before anything of that take is written."""
+    if camera is not None and frame != "camera":
+        raise ValueError("--camera needs --frame camera")
+    if frame == "camera" and camera is None:
+        raise ValueError("--frame camera needs --camera (e.g. --camera cam01)")
+    index = {"frame": frame, "camera": camera, "preset": preset, "takes": []}
+    written, lines = 0, []
+    for f in files:
+        entry = {"result": f.name}
+        try:
+            ex = export_take(read_result(f), frame=frame, camera=camera, preset=preset)
+        except (DataError, ValueError) as exc:
+            entry.update(take_uid=None, files=[], skipped=str(exc))
+            lines.append((f"{f.name}: not exported: {exc}", True))
+            index["takes"].append(entry)
+            continue
+        for doc in ex.documents:
+            bad = sign_word_agreement(doc)
+            if bad:
+                raise RuntimeError(f"{doc['motion_id']}: sign and word disagree: {'; '.join(bad[:3])}")
+        paths = write_documents(ex, out_dir)
+        written += len(paths)
+        entry.update(take_uid=ex.take_uid, take_name=ex.take_name, files=[p.name for p in paths], skipped=ex.skipped)
+        index["takes"].append(entry)
+        if ex.skipped:
+            lines.append((f"{ex.take_name}: not exported: {ex.skipped}", True))
+        else:
+            n_ev = sum(len(v) for d in ex.documents for v in d["quantitative_values"].values())
+            lines.append((f"{ex.take_name}: {len(paths)} track(s), {n_ev} events -> {out_dir}", False))
+    write_json_atomic(Path(out_dir) / "index.json", index, indent=2)
+    return FolderExport(index, written, lines)

@@ -1,19 +1,21 @@
-"""One take, stage by stage: ``run_fit`` is what ``motionkit fit`` (and every batch task) calls."""
+"""One take, stage by stage: ``run_take`` is what ``motionkit fit`` (and every batch task) calls."""
 
-from motionkit.pipeline.config import FitConfig, PipelineConfig
-from motionkit.pipeline.runner import FitOutcome, is_complete, reusable_result, run_fit, run_fits
-from motionkit.pipeline.stages import STAGES, StageContext, build_fit_inputs, selected_views
+from motionkit.pipeline.config import PipelineConfig
+from motionkit.pipeline.fit_inputs import build_fit_inputs, selected_views
+from motionkit.pipeline.runner import TakeRun, is_complete, reusable_result, run_fit, run_fits, run_take, run_takes
+from motionkit.pipeline.stages import STAGES, StageContext
 
 __all__ = [
     "STAGES",
-    "FitConfig",
-    "FitOutcome",
     "PipelineConfig",
     "StageContext",
+    "TakeRun",
     "build_fit_inputs",
     "is_complete",
     "reusable_result",
     "run_fit",
     "run_fits",
+    "run_take",
+    "run_takes",
     "selected_views",
 ]

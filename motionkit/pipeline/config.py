@@ -1,79 +1,185 @@
-"""Options of one take's run (``motionkit fit``); their hash decides whether earlier outputs are reused."""
+"""Options of one take's run (``motionkit fit``): one tree of dataclasses that owns every setting that
+can change a result, each default written once (in the dataclass of the step that uses it). The hash
+of the whole tree, less the execution options, decides whether earlier outputs are reused."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import dataclasses
+from dataclasses import InitVar, asdict, dataclass, field
+from typing import Any
 
+from motionkit.body.fitting import KERNEL_CHOICES, BodyFitConfig
 from motionkit.conventions import DEFAULT_FIT_FPS
-from motionkit.pipeline.weights import ObservationWeighting
+from motionkit.detect.association import AssociationConfig
+from motionkit.detect.crossview import CrossViewConfig
+from motionkit.detect.wearer import ASSOCIATION_MODES
+from motionkit.geometry.swaps import SwapConfig
+from motionkit.geometry.triangulation import TriangulationConfig
+from motionkit.pipeline.fit_inputs import ObservationWeighting
 
-ASSOCIATION_MODES = ("soma", "cylinder", "soma+cylinder")
-KERNEL_MODES = ("auto", "torch", "fused")
-# options that decide where and how the fit runs, not what it computes: left out of the config hash, so
-# that a result fitted on a GPU is reused on a CPU and the other way round
-EXECUTION_OPTIONS = ("device", "kernels")
+KERNEL_MODES = KERNEL_CHOICES
+# leaves (dotted paths) that decide where and how the run computes, not what: left out of the config
+# hash, so that a result fitted on a GPU is reused on a CPU and the other way round. The fit's own
+# device and kernels come from the top-level ones (``prepare_fit``).
+EXECUTION_OPTIONS = ("device", "kernels", "body_fit.device", "body_fit.kernels", "body_fit.cuda_graphs")
+# keyword shortcuts of the constructor (and of the CLI's options) for leaves inside the sub-configs
+SHORTCUTS = {
+    "fit_iters": "body_fit.iters",
+    "refine_cameras": "body_fit.refine_cameras",
+    "conf_power": "weighting.conf_power",
+    "size_power": "weighting.size_power",
+}
 
 
 @dataclass
 class PipelineConfig:
-    """Options of ``motionkit fit`` and ``motionkit batch`` that change results.
+    """Options of ``motionkit fit`` and ``motionkit batch``.
 
-    ``fps``: fit grid rate; ``timesync_offset``: take frame ``i`` -> timesync row
-    ``start + offset + i``; ``body_model``: SMPL-X file or folder (None: the synthetic model);
-    ``device``: torch device of the fit (``auto``: CUDA when available); ``kernels``: ``auto`` |
-    ``torch`` | ``fused`` (docs/kernels.md); ``detector``: ``auto`` | ``observations`` | ``annotation`` |
-    ``rfdetr`` and the RF-DETR options; ``fit_iters``: Adam iterations of fitting stages A, B, C;
-    ``association``: the wearer rule (docs/pipeline.md, "associate"); ``conf_power``, ``size_power``:
-    how keypoint confidence and the person's size in the image weight the fit's observations
-    (``ObservationWeighting``; docs/pipeline.md, "fit"); ``refine_cameras``: after the fit, move each
-    camera onto the fitted landmarks and fit again (docs/pipeline.md, "fit"); ``cross_view``: check each
-    view's wearer against the one the other views triangulate (``detect/crossview.py``).
+    Run-level: ``fps`` fit grid rate; ``timesync_offset``: take frame ``i`` -> timesync row ``start +
+    offset + i``; ``body_model``: SMPL-X file or folder (None: the synthetic model); ``device``: torch
+    device of detection and fit (``auto``: CUDA when available); ``kernels``: ``auto`` | ``torch`` |
+    ``fused`` operators of the fit (docs/kernels.md); ``detector``: ``auto`` | ``observations`` |
+    ``annotation`` | ``rfdetr`` and the RF-DETR options; ``association``: the wearer rule (docs/pipeline.md,
+    "associate"); ``cross_view``: check each view's wearer against the one the other views triangulate.
+
+    Sub-configs, one per step (their fields are documented where they are used): ``selection`` (the
+    SOMA rule, ``detect.association``), ``cross_view_rule`` (``detect.crossview``), ``swaps``
+    (``geometry.swaps``), ``triangulation`` (``geometry.triangulation``), ``weighting`` (observation
+    weights, ``pipeline.fit_inputs``), ``body_fit`` (``body.fitting``).
+
+    The constructor also takes ``fit_iters``, ``refine_cameras``, ``conf_power`` and ``size_power``
+    (``SHORTCUTS``), which set those leaves of the sub-configs; they read back as properties.
     """
 
     fps: float = DEFAULT_FIT_FPS
     timesync_offset: int = 1
     body_model: str | None = None
     device: str = "auto"
-    kernels: str = "auto"
+    kernels: str = BodyFitConfig.kernels
     detector: str = "auto"  # auto | observations | annotation | rfdetr
     detector_variant: str = "nano"
     detector_weights: str | None = None
     keypoint_weights: str | None = None
     detector_threshold: float = 0.5
     downscaled_video: bool = False
-    fit_iters: tuple[int, int, int] = (100, 200, 150)
     association: str = "soma"  # soma | cylinder | soma+cylinder (the cylinder rule where SOMA finds nobody)
-    conf_power: float = ObservationWeighting.conf_power
-    size_power: float = ObservationWeighting.size_power
-    refine_cameras: bool = True
     cross_view: bool = True
+    selection: AssociationConfig = field(default_factory=AssociationConfig)
+    cross_view_rule: CrossViewConfig = field(default_factory=CrossViewConfig)
+    swaps: SwapConfig = field(default_factory=SwapConfig)
+    triangulation: TriangulationConfig = field(default_factory=TriangulationConfig)
+    weighting: ObservationWeighting = field(default_factory=ObservationWeighting)
+    body_fit: BodyFitConfig = field(default_factory=BodyFitConfig)
+    fit_iters: InitVar[tuple[int, int, int] | None] = None
+    refine_cameras: InitVar[bool | None] = None
+    conf_power: InitVar[float | None] = None
+    size_power: InitVar[float | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, fit_iters, refine_cameras, conf_power, size_power) -> None:
         if self.association not in ASSOCIATION_MODES:
             raise ValueError(f"association must be one of {', '.join(ASSOCIATION_MODES)}; got {self.association!r}")
         if self.kernels not in KERNEL_MODES:
             raise ValueError(f"kernels must be one of {', '.join(KERNEL_MODES)}; got {self.kernels!r}")
-        _ = self.observation_weighting  # refuses negative powers
-
-    @property
-    def observation_weighting(self) -> ObservationWeighting:
-        return ObservationWeighting(conf_power=self.conf_power, size_power=self.size_power)
+        given = dict(zip(SHORTCUTS, (fit_iters, refine_cameras, conf_power, size_power), strict=True))
+        for name, value in given.items():
+            if value is not None:
+                _set_leaf(self, SHORTCUTS[name], tuple(value) if name == "fit_iters" else value)
 
     def to_dict(self) -> dict:
+        """Every leaf, nested as the tree is (JSON-ready but for tuples)."""
         return asdict(self)
 
     def result_dict(self) -> dict:
-        """The options that change results (``to_dict`` without ``EXECUTION_OPTIONS``): what the config
-        hash covers."""
-        return {k: v for k, v in asdict(self).items() if k not in EXECUTION_OPTIONS}
+        """``to_dict`` without the ``EXECUTION_OPTIONS``: what the config hash covers."""
+        d = asdict(self)
+        for path in EXECUTION_OPTIONS:
+            *parents, leaf = path.split(".")
+            node = d
+            for p in parents:
+                node = node[p]
+            node.pop(leaf)
+        return d
+
+    @classmethod
+    def from_leaves(cls, leaves: dict[str, Any]) -> PipelineConfig:
+        """A config with the leaves at the given dotted paths set and every other leaf at its default."""
+        cfg = cls()
+        for path, value in leaves.items():
+            if path not in config_leaves(cfg):
+                raise ValueError(f"no option {path!r} in PipelineConfig")
+            _set_leaf(cfg, path, value)
+        cfg.__post_init__(None, None, None, None)
+        return cfg
 
     @classmethod
     def from_dict(cls, d: dict) -> PipelineConfig:
-        """Inverse of ``to_dict`` (JSON turns tuples into lists)."""
-        d = dict(d)
-        if "fit_iters" in d:
-            d["fit_iters"] = tuple(d["fit_iters"])
-        return cls(**d)
+        """Inverse of ``to_dict`` (JSON turns tuples into lists; sub-configs may be partial)."""
+        return _from_dict(cls, d)
 
 
-FitConfig = PipelineConfig  # the name used before 0.2; kept working
+def _set_leaf(cfg: Any, path: str, value: Any) -> None:
+    """Set the leaf at dotted ``path`` (frozen sub-configs are replaced, not mutated)."""
+    head, _, rest = path.partition(".")
+    if not rest:
+        object.__setattr__(cfg, head, value)
+        return
+    child = getattr(cfg, head)
+    child = dataclasses.replace(child)  # a copy: sub-configs may be shared defaults
+    _set_leaf(child, rest, value)
+    if dataclasses.is_dataclass(child) and hasattr(child, "__post_init__"):
+        child.__post_init__()
+    object.__setattr__(cfg, head, child)
+
+
+def _from_dict(cls: type, d: dict) -> Any:
+    defaults = cls()
+    kw = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in d:
+            continue
+        value, default = d[f.name], getattr(defaults, f.name)
+        if dataclasses.is_dataclass(default) and isinstance(value, dict):
+            value = _from_dict(type(default), value)
+        elif isinstance(default, tuple) and isinstance(value, list):
+            value = tuple(value)
+        kw[f.name] = value
+    unknown = set(d) - {f.name for f in dataclasses.fields(cls)} - (set(SHORTCUTS) if cls is PipelineConfig else set())
+    if unknown:
+        raise ValueError(f"unknown {cls.__name__} option(s): {', '.join(sorted(unknown))}")
+    kw.update({k: v for k, v in d.items() if cls is PipelineConfig and k in SHORTCUTS})
+    return cls(**kw)
+
+
+def config_leaves(cfg: Any, prefix: str = "") -> dict[str, Any]:
+    """Every leaf of a config tree by dotted path: ``{"body_fit.iters": (100, 200, 150), ...}``."""
+    out = {}
+    for f in dataclasses.fields(cfg):
+        value = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(value):
+            out.update(config_leaves(value, f"{prefix}{f.name}."))
+        else:
+            out[prefix + f.name] = value
+    return out
+
+
+def with_leaf(cfg: PipelineConfig, path: str, value: Any) -> PipelineConfig:
+    """A copy of ``cfg`` with the leaf at ``path`` set (validated as the constructor validates)."""
+    new = dataclasses.replace(cfg)
+    _set_leaf(new, path, value)
+    new.__post_init__(None, None, None, None)
+    return new
+
+
+def _shortcut(path: str) -> property:
+    def get(self):
+        value = self
+        for p in path.split("."):
+            value = getattr(value, p)
+        return value
+
+    return property(get, doc=f"``{path}``")
+
+
+# the shortcuts read back as properties (set after the dataclass is made: its __init__ keeps them as keywords)
+for _name, _path in SHORTCUTS.items():
+    setattr(PipelineConfig, _name, _shortcut(_path))

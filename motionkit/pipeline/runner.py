@@ -1,4 +1,5 @@
-"""Run the stages of one take, reusing what an earlier run of the same configuration left."""
+"""Run the stages of one take (``run_take``), or of several with one batched fit (``run_takes``), reusing
+what an earlier run of the same configuration left."""
 
 from __future__ import annotations
 
@@ -58,7 +59,10 @@ def is_complete(out_dir: str | Path, take_uid: str, config: PipelineConfig) -> b
 
 
 @dataclass
-class FitOutcome:
+class TakeRun:
+    """One take's run: the result file and its contents, seconds per stage, the stages' information
+    lines, the stages reused from an earlier run, and the plots written."""
+
     path: Path
     result: TakeResult
     timings: dict[str, float]
@@ -91,7 +95,7 @@ class FitOutcome:
         }
 
 
-def run_fit(
+def run_take(
     root: str | Path,
     take_id: str,
     out_dir: str | Path,
@@ -103,7 +107,7 @@ def run_fit(
     plot: bool = True,
     prefit: FitOutput | None = None,
     video_models: tuple | None = None,
-) -> FitOutcome:
+) -> TakeRun:
     """Run the stages for one take and write ``<out_dir>/<take_uid>.h5``.
 
     ``video_models``: ``(person detector, crop keypoint model)`` objects for ``detector="rfdetr"``
@@ -184,10 +188,10 @@ def run_fit(
             str(plot_fit_views(result, path.with_suffix(".views.png"))),
             str(plot_topdown(result, path.with_suffix(".topdown.png"))),
         ]
-    return FitOutcome(path, result, timings, ctx.info, reused, plots)
+    return TakeRun(path, result, timings, ctx.info, reused, plots)
 
 
-def run_fits(
+def run_takes(
     root: str | Path,
     take_ids: list[str],
     out_dir: str | Path,
@@ -195,19 +199,19 @@ def run_fits(
     *,
     progress: bool = False,
     plot: bool = True,
-) -> list[FitOutcome | Exception]:
+) -> list[TakeRun | Exception]:
     """Several takes with one batched fit on one device (``motionkit batch --takes-per-task``): the
     stages before ``fit`` of all takes in parallel threads, one ``fit_takes`` for every take that can
-    be fitted, then the remaining stages per take. Each take's result equals ``run_fit`` of that take
-    alone (independent problems); one entry per take, in order: its ``FitOutcome``, or the exception
-    that stopped it (recorded in its result file as ``run_fit`` does).
+    be fitted, then the remaining stages per take. Each take's result equals ``run_take`` of that take
+    alone (independent problems); one entry per take, in order: its ``TakeRun``, or the exception
+    that stopped it (recorded in its result file as ``run_take`` does).
     """
     config = config or PipelineConfig()
     ds = EgoExoDataset(root)
 
     def before_fit(take_id: str):
         try:
-            oc = run_fit(root, take_id, out_dir, config, until="triangulate", progress=False, plot=False)
+            oc = run_take(root, take_id, out_dir, config, until="triangulate", progress=False, plot=False)
             return prepare_fit(StageContext(ds.take(take_id), config, oc.result, info={}))
         except DataError as exc:
             return exc
@@ -225,9 +229,14 @@ def run_fits(
 
     def after_fit(k: int):
         try:  # stages up to triangulate are reused from the file; the fit stage stores the batched output
-            return run_fit(root, take_ids[k], out_dir, config, progress=False, plot=plot, prefit=fitted.get(k))
+            return run_take(root, take_ids[k], out_dir, config, progress=False, plot=plot, prefit=fitted.get(k))
         except DataError as exc:
             return exc
 
     with ThreadPoolExecutor(max_workers=max(1, min(len(take_ids), os.cpu_count() or 1))) as pool:
         return list(pool.map(after_fit, range(len(take_ids))))
+
+
+# the names of motionkit <= 0.5 (``run_fit`` is what the video path and the examples call): kept working
+run_fit = run_take
+run_fits = run_takes

@@ -1,10 +1,11 @@
 """The stages of one take, in order (docs/pipeline.md): each reads what earlier stages put in the
 result and adds its own groups (docs/result_file.md). ``STAGES`` maps a stage name to its function
-and the result groups it owns; ``runner.run_fit`` runs them.
+and the result groups it owns; ``runner.run_take`` runs them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,28 +27,26 @@ from motionkit.body.fitting import (
 )
 from motionkit.body.model import BodyModel
 from motionkit.body.quality import quality_flags, valid_frames
+from motionkit.common.device import resolve_device
 from motionkit.common.errors import DataError
 from motionkit.conventions import COCO17_LR_PAIRS, TAKE_FPS, fit_grid_frames, nearest_take_frames
 from motionkit.data.aria import DEFAULT_CPF_SOURCE
 from motionkit.data.egoexo4d import Take
 from motionkit.data.observations import write_observations
 from motionkit.data.store import TakeResult
-from motionkit.detect.association import select_wearer
-from motionkit.detect.crossview import cross_view_check
-from motionkit.detect.cylinder import apply_cylinder_rule, bridge_anchor_gaps
 from motionkit.detect.frames import FRAME_STATUS, exo_video_path
 from motionkit.detect.sources import annotation_observations, dataset_observation_path, load_observation_cache
 from motionkit.detect.timesync import check_timesync
 from motionkit.detect.video import detect_videos
+from motionkit.detect.wearer import associate_wearer
 from motionkit.eval.protocol import EvalConfig, match_to_annotation, score_take, video_time_coverage
 from motionkit.eval.run import fit_samples
 from motionkit.geometry.refine import CameraRefinement
-from motionkit.geometry.swaps import apply_lr_swaps, find_lr_swaps, swap_bits
+from motionkit.geometry.swaps import swap_bits
 from motionkit.geometry.triangulation import prune_far_cameras, triangulate, view_outliers
-from motionkit.kernels import resolve_device
 from motionkit.motion.derive import FEATURE_FPS, derive_motion
 from motionkit.pipeline.config import PipelineConfig
-from motionkit.pipeline.weights import ObservationWeighting, observation_weights
+from motionkit.pipeline.fit_inputs import build_fit_inputs, observed_views, selected_views
 
 
 @dataclass
@@ -189,6 +188,8 @@ def _observations(ctx: StageContext):
 
 
 def stage_keypoints(ctx: StageContext) -> None:
+    """Bookkeeping: keypoints arrive with the detections (``detect``); this records which model made
+    them and how many detections have them (the ``keypoints`` group)."""
     obs = _observations(ctx)
     have = np.isfinite(obs.keypoints[..., 0]).any(-1).mean() if len(obs) else 0.0
     ctx.result.put("keypoints", {}, model=str(obs.attrs.get("keypoint_model", "unknown")), format="coco17")
@@ -196,31 +197,17 @@ def stage_keypoints(ctx: StageContext) -> None:
 
 
 def stage_associate(ctx: StageContext) -> None:
+    """Records ``detect.wearer.associate_wearer`` (the order of the rules is documented there)."""
     obs = _observations(ctx)
-    r = ctx.result
-    reason = r["aria/reason"].astype(str)
-    anchor, anchor_ok = r["aria/position"], r["aria/valid"].astype(bool)
-    a = select_wearer(obs, ctx.take.rig, r["grid/frame_index"], anchor, anchor_ok, reason)
-    mode = ctx.config.association
-    if mode != "soma":  # the official cylinder rule, everywhere or where the SOMA rule found nobody
-        where = None if mode == "cylinder" else a.reason == "NO_DET_NEAR_ANCHOR"
-        a = apply_cylinder_rule(a, obs, ctx.take.rig, anchor, anchor_ok, where)
-    # where the Aria anchor is missing (timesync gaps, no pose) and tracking did not carry the wearer
-    # through: the cylinder rule around the head bridged across gaps of up to 1 s
-    head, head_ok = bridge_anchor_gaps(anchor, anchor_ok, ctx.config.fps)
-    gap = (~anchor_ok & head_ok)[:, None] & ~a.selected
-    if gap.any():
-        a = apply_cylinder_rule(a, obs, ctx.take.rig, head, head_ok, gap)
-    if ctx.config.cross_view:  # views the others' wearer rescues or corrects
-        a = cross_view_check(a, obs, ctx.take.rig)
-    # left/right swaps of the wearer's labels: leave-one-out triangulation over the other views, then
-    # the labels' continuity in time
-    conf = np.where(a.selected[..., None], a.confidence, 0.0)
-    swap = find_lr_swaps(a.keypoints, conf, ctx.take.rig, a.box[..., 3] - a.box[..., 1], r["grid/time_s"])
+    r, cfg = ctx.result, ctx.config
+    w = associate_wearer(
+        obs, ctx.take.rig, r["grid/frame_index"], r["grid/time_s"], r["aria/position"], r["aria/valid"].astype(bool),
+        r["aria/reason"].astype(str), cfg.fps, mode=cfg.association, selection=cfg.selection,
+        cross_view=cfg.cross_view_rule if cfg.cross_view else None, swaps=cfg.swaps,
+    )  # fmt: skip
+    a = w.association
     arrays = a.to_arrays()
-    arrays["keypoints"] = apply_lr_swaps(a.keypoints, swap)
-    arrays["confidence"] = apply_lr_swaps(a.confidence, swap)
-    arrays["swap"] = swap_bits(swap)
+    arrays["keypoints"], arrays["confidence"], arrays["swap"] = w.keypoints, w.confidence, swap_bits(w.swap)
     sync = check_timesync(ctx.take, a)
     r.put(
         "association",
@@ -231,7 +218,7 @@ def stage_associate(ctx: StageContext) -> None:
         timesync_check=json.dumps(sync.to_dict()),
     )
     taus = ", ".join(f"{n} {t:.0f}px" for n, t in zip(a.camera_names, a.tau_px, strict=True))
-    n_swapped = int(swap.any(-1).sum())
+    n_swapped = int(w.swap.any(-1).sum())
     ctx.info["associate"] = (
         f"wearer selected in {a.selected.mean():.1%} of camera-frames; tau {taus}; "
         f"left/right labels corrected in {n_swapped} camera-frames"
@@ -245,11 +232,13 @@ def stage_triangulate(ctx: StageContext) -> None:
     anchor = r["aria/position"][r["aria/valid"].astype(bool)]
     prune = prune_far_cameras(rig, anchor) if len(anchor) else None
     kept = np.array([prune is None or n in prune.kept for n in rig.names])
-    conf = np.where(_observed(r)[..., None] & kept[None, :, None], r["association/confidence"], 0.0)
-    tri = triangulate(r["association/keypoints"], conf, rig)
-    outlier = view_outliers(tri, rig=rig)  # (M, V) VIEW_OUTLIER: the whole view disagrees (a bystander, say)
+    conf = np.where(observed_views(r)[..., None] & kept[None, :, None], r["association/confidence"], 0.0)
+    tcfg = ctx.config.triangulation
+    tri = triangulate(r["association/keypoints"], conf, rig, tcfg)
+    # (M, V) VIEW_OUTLIER: the whole view disagrees (a bystander, say)
+    outlier = view_outliers(tri, max_residual_px=tcfg.max_residual_px, rig=rig)
     if outlier.any():  # solve again without them: they may have been inliers at a few joints
-        tri = triangulate(r["association/keypoints"], np.where(outlier[..., None], 0.0, conf), rig)
+        tri = triangulate(r["association/keypoints"], np.where(outlier[..., None], 0.0, conf), rig, tcfg)
     r.put(
         "triangulation",
         {
@@ -268,40 +257,6 @@ def stage_triangulate(ctx: StageContext) -> None:
         f"{ok.mean():.1%} of joints triangulated; {int(outlier.sum())} camera-frames VIEW_OUTLIER; pruned: "
         f"{', '.join(prune.dropped) if prune and prune.dropped else 'none'}"
     )
-
-
-def selected_views(r: TakeResult) -> np.ndarray:
-    """``(M, V)`` bool: the wearer was selected in that view, its calibration applies to the frame, the
-    camera survived pruning and the view is not a ``VIEW_OUTLIER`` at that frame."""
-    sel = _observed(r) & r["triangulation/camera_kept"].astype(bool)[None]
-    return sel & ~r["triangulation/view_outlier"].astype(bool) if "triangulation/view_outlier" in r.arrays else sel
-
-
-def _observed(r: TakeResult) -> np.ndarray:
-    """``(M, V)``: the wearer selected in a view whose calibration applies to that frame."""
-    active = r["cameras/active"].astype(bool) if "cameras/active" in r.arrays else True
-    return (r["association/det_index"] >= 0) & active
-
-
-MAX_VIEW_RESIDUAL_PX = 60.0
-
-
-def build_fit_inputs(r: TakeResult, rig, fps: float, weighting: ObservationWeighting | None = None):
-    """``FitInputs`` from a result holding the association and triangulation stages: selected keypoints
-    weighted by ``observation_weights`` (confidence, association confidence, the person's size). No
-    weight for pruned cameras, for the views that triangulation rejected at joints it triangulated, and,
-    at joints it could not triangulate, for the views more than ``MAX_VIEW_RESIDUAL_PX`` from the best
-    point of the others."""
-    sel = selected_views(r)
-    w = observation_weights(r["association/confidence"], r["association/assoc_conf"], r["association/box"], sel,
-                            weighting)  # fmt: skip
-    tri_ok = (r["triangulation/status"] == 0)[:, None, :]
-    rejected = tri_ok & ~r["triangulation/inlier"].astype(bool)
-    with np.errstate(invalid="ignore"):
-        disagrees = ~tri_ok & (r["triangulation/residual_px"] > MAX_VIEW_RESIDUAL_PX)
-    w = np.where(rejected | disagrees, 0.0, w)
-    return FitInputs(fps, r["association/keypoints"], w, r["grid/frame_index"], r["triangulation/points"], rig.params,
-                     rig.T_cam_world)  # fmt: skip
 
 
 @dataclass
@@ -324,15 +279,10 @@ def prepare_fit(ctx: StageContext) -> FitJob:
     n_views = selected_views(r).sum(1)
     if not (n_views >= 2).any():
         raise DataError(take.take_dir, "no wearer found: no frame has the wearer selected in 2 or more views")
-    device = resolve_device(ctx.config.device)
-    bcfg = BodyFitConfig(
-        device=str(device),
-        kernels=ctx.config.kernels,
-        iters=tuple(ctx.config.fit_iters),
-        refine_cameras=ctx.config.refine_cameras,
-    )
-    body = fit_body_model(ctx.config.body_model)
-    inputs = build_fit_inputs(r, take.rig, ctx.config.fps, ctx.config.observation_weighting)
+    cfg = ctx.config
+    bcfg = dataclasses.replace(cfg.body_fit, device=str(resolve_device(cfg.device)), kernels=cfg.kernels)
+    body = fit_body_model(cfg.body_model)
+    inputs = build_fit_inputs(r, take.rig, cfg.fps, cfg.weighting, cfg.triangulation.max_residual_px)
     return FitJob(inputs, bcfg, body)
 
 

@@ -9,6 +9,7 @@ from scipy.signal import lfilter
 
 from motionkit.conventions import COCO17_FLIP, SMPLX_TO_COCO17
 from motionkit.geometry.camera import Camera, CameraRig, look_at
+from motionkit.geometry.fisheye import kb3_project_np
 
 VISIBLE_FRACTION = (
     0.3  # a person counts as visible (and is detected) with >= 30 % of COCO joints unoccluded in the image
@@ -82,13 +83,12 @@ def person_views(
     """
     if coco_people is None:
         coco_people = [jp[:, SMPLX_TO_COCO17] for jp in joints_people]
-    T = rig.T_cam_world
+    params = rig.params[:, None, :]
     proj = []
     for jp, cp in zip(joints_people, coco_people, strict=True):
-        uv, ok = rig.project(jp, return_valid=True)  # (F, V, 76, 2)
-        pc = np.einsum("vij,fkj->fvki", T[:, :3, :3], jp) + T[None, :, None, :3, 3]  # (F, V, 76, 3)
-        kp, kok = rig.project(cp, return_valid=True)  # (F, V, 17, 2)
-        kpc = np.einsum("vij,fkj->fvki", T[:, :3, :3], cp) + T[None, :, None, :3, 3]
+        pc, kpc = rig.to_camera(jp), rig.to_camera(cp)  # (F, V, 76, 3), (F, V, 17, 3)
+        uv, ok = kb3_project_np(pc, params, return_valid=True)
+        kp, kok = kb3_project_np(kpc, params, return_valid=True)
         proj.append((uv, ok, pc, kp, kok, kpc))
     sizes = rig.sizes
     out = []

@@ -37,7 +37,7 @@ from tqdm import tqdm
 from motionkit.body.model import BodyModel
 from motionkit.body.model_file import BodyModelFile, load_model_file
 from motionkit.common.files import atomic_path, write_json_atomic, write_text_atomic
-from motionkit.conventions import COCO17_NAMES, COCO17_OFFSET_PARENT, SMPLX_TO_COCO17, TAKE_FPS
+from motionkit.conventions import COCO17_NAMES, COCO17_OFFSET_PARENT, SMPLX_TO_COCO17, TAKE_FPS, eye_midpoint
 from motionkit.data.aria import cad_T_device_cpf
 from motionkit.data.egoexo4d import GOPRO_CALIB_COLUMNS, TRAJECTORY_COLUMNS
 from motionkit.data.observations import Observations, write_observations
@@ -322,7 +322,7 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile
             torch.eye(3, dtype=body.J_template.dtype).expand(21, 3, 3),
         ).numpy()
     names = list(body.vertex_keypoint_names)
-    eyes_mid = 0.5 * (rest[55 + names.index("left_eye")] + rest[55 + names.index("right_eye")])
+    eyes_mid = eye_midpoint(rest, tuple(names))
     T_head_cpf = make_transform(np.eye(3), eyes_mid - rest[15] + np.array([0.0, 0.0, -0.015]))
     T_world_cpf_ctrl = wearer.T_world_head @ T_head_cpf
     T_cpf_device = invert_transform(cad_T_device_cpf("DVT-S"))
@@ -403,7 +403,7 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile
         }
         a2 = {}
         for v, c in enumerate(ann_cams):
-            pc = ann3d[k] @ c.T_cam_world[:3, :3].T + c.T_cam_world[:3, 3]
+            pc = c.world_to_cam(ann3d[k])
             uv = pinhole_project(pc, new_K[c.name])
             pts = {
                 COCO17_NAMES[j]: {

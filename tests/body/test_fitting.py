@@ -18,17 +18,15 @@ from motionkit.body.fitting import (
     fit_sequence,
     fit_take,
     fit_takes,
-    limit_loss,
-    reprojection_loss,
-    rotation_between,
-    smooth_in_time,
 )
+from motionkit.body.initial import rotation_between, smooth_in_time
 from motionkit.body.model import BodyModel
+from motionkit.body.objective import limit_loss, robust_reprojection
 from motionkit.conventions import SMPLX_JOINT_NAMES
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.store import read_result
-from motionkit.eval.difficulty import dataset_difficulty, read_gt, take_difficulty, true_rig
 from motionkit.eval.metrics import accel_error, mpjpe, pa_mpjpe
+from motionkit.eval.synthetic_report import dataset_difficulty, read_gt, take_difficulty, true_rig
 from motionkit.geometry.camera import CameraRig
 from motionkit.geometry.fisheye import kb3_project_np
 from motionkit.geometry.robust import gmof
@@ -60,7 +58,7 @@ def test_joint_limit_signs_bend_the_right_way():
         assert float(limit_loss(bad)) > 0
 
 
-def test_reprojection_loss_is_zero_on_exact_projections_and_robust():
+def test_robust_reprojection_is_zero_on_exact_projections_and_robust():
     rng = np.random.default_rng(0)
     params = np.array([[1700.0, 1700, 1920, 1080, 0.03, 0.05, -0.05, 0.02]] * 2)
     R = np.stack([np.eye(3), roma.rotvec_to_rotmat(torch.tensor([0.0, 0.3, 0.0])).numpy()])
@@ -69,11 +67,11 @@ def test_reprojection_loss_is_zero_on_exact_projections_and_robust():
     obs = np.stack([kb3_project_np(X @ R[v].T + t[v], params[v]) for v in range(2)], axis=1)
     w = np.ones(obs.shape[:-1])
     T = lambda a: torch.as_tensor(a, dtype=torch.float64)  # noqa: E731
-    loss0 = reprojection_loss(T(X), T(R), T(t), T(params), T(obs), T(w), 100.0)
+    loss0 = robust_reprojection(T(X), T(R), T(t), T(params), None, T(obs), T(w), 100.0)
     assert float(loss0) < 1e-12
     obs2 = obs.copy()
     obs2[0, 0, 0] += 1e5  # a wild outlier costs at most its weight
-    loss1 = reprojection_loss(T(X), T(R), T(t), T(params), T(obs2), T(w), 100.0)
+    loss1 = robust_reprojection(T(X), T(R), T(t), T(params), None, T(obs2), T(w), 100.0)
     assert 0 < float(loss1) <= 1.0 / w.size + 1e-9
     assert float(gmof(torch.tensor(100.0**2), 100.0)) == pytest.approx(0.5)
 

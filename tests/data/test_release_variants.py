@@ -60,7 +60,7 @@ def test_trajectory_from_another_world_frame_is_refused(copy):
 def test_frame_first_camera_pose_layout_reads_like_the_camera_first_one(copy, tmp_path):
     ds = EgoExoDataset(copy)
     take = ds.take(ds.takes()[0].take_uid)
-    src = take._annotation_path("camera_pose", "camera_pose")
+    src = take.annotation_path("camera_pose", "camera_pose")
     cam_first = json.loads(src.read_text())
     frames = sorted(cam_first["aria01"]["camera_extrinsics"], key=int)
     frame_first = {"metadata": cam_first["metadata"]}

@@ -13,10 +13,10 @@ from motionkit.detect.association import (
     FLAG_LOW_CALIBRATION,
     SELECTED,
     AssociationConfig,
-    _iou,
     lean_reach,
     select_wearer,
 )
+from motionkit.geometry.boxes import box_iou
 from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
 
@@ -56,7 +56,7 @@ def test_wearer_selected_never_a_bystander(crowded):
             who = np.where(sel, pid[np.maximum(a.det_index, 0)], -99)
             iou = np.zeros(vis.shape)
             for f, v in zip(*np.nonzero(sel & vis), strict=True):
-                iou[f, v] = _iou(a.box[f, v], gbox[f, v][None])[0]
+                iou[f, v] = box_iou(a.box[f, v], gbox[f, v])
             n_vis += vis.sum()
             ok_vis += ((iou >= 0.5) & (who == 0))[vis].sum()
             n_invis += (~vis).sum()

@@ -6,6 +6,7 @@ import shutil
 import warnings
 
 import pytest
+import torch
 
 from motionkit.kernels import build, loader
 
@@ -44,9 +45,9 @@ def test_a_failed_build_falls_back_to_torch_and_says_why_once(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # said once: no second warning
         loader.ensure_loaded(cuda=False)
-        assert use_fused_kernels("auto", loader.resolve_device("cpu")) is False
+        assert use_fused_kernels("auto", torch.device("cpu")) is False
     with pytest.raises(RuntimeError, match="kernels='fused' requested but cpu operators unavailable"):
-        use_fused_kernels("fused", loader.resolve_device("cpu"))
+        use_fused_kernels("fused", torch.device("cpu"))
 
 
 def test_missing_sources_are_reported(tmp_path, monkeypatch):

@@ -11,9 +11,10 @@ import roma
 import torch
 
 from motionkit import kernels
-from motionkit.body.fitting import prior_terms, reprojection_loss, reprojection_partners
 from motionkit.body.model import BodyModel
 from motionkit.body.multiscale import knot_basis
+from motionkit.body.objective import prior_terms, reprojection_partners
+from motionkit.body.objective import robust_reprojection as reference_reprojection
 from motionkit.conventions import COCO17_LIMB_LR_PAIRS
 from motionkit.geometry.camera import look_at
 from motionkit.geometry.fisheye import kb3_project_torch, theta_max_np
@@ -145,7 +146,7 @@ def _reprojection_problem(seed: int = 4, P: int = 2, M: int = 5, V: int = 3, J: 
 def test_robust_reprojection_equals_the_torch_loss_forward_and_backward():
     X, R, t, params, tmax, obs, w = _reprojection_problem()
     for sigma in (100.0, 10.0):
-        ref = reprojection_loss(X, R, t, params, obs, w, sigma, tmax)
+        ref = reference_reprojection(X, R, t, params, tmax, obs, w, sigma)
         out = ops.robust_reprojection(X, R, t, params, tmax, obs, w, sigma)
         assert _rel(out, ref) < 1e-12
         g = torch.tensor([0.7, -1.3], dtype=F64)
@@ -188,15 +189,15 @@ def test_limb_pairs_cost_their_cheaper_labelling():
     both = torch.where(valid & valid[..., other], w.clamp_min(0.5), 0.0)
     assert (both[..., [7, 8, 9, 10, 13, 14, 15, 16]] > 0).sum() >= 40
     swapped, w_swapped = _limb_swapped(near, both)
-    plain = reprojection_loss(X, R, t, params, near, both, 100.0, tmax)
-    symmetric = reprojection_loss(X, R, t, params, swapped, w_swapped, 100.0, tmax, partner)
+    plain = reference_reprojection(X, R, t, params, tmax, near, both, 100.0)
+    symmetric = reference_reprojection(X, R, t, params, tmax, swapped, w_swapped, 100.0, partner)
     assert _rel(symmetric, plain) < 1e-12
-    assert (reprojection_loss(X, R, t, params, swapped, w_swapped, 100.0, tmax) > 5 * plain).all()
+    assert (reference_reprojection(X, R, t, params, tmax, swapped, w_swapped, 100.0) > 5 * plain).all()
     for o, ww in ((obs, w), _limb_swapped(obs, w, every=3)):  # 30 px noise: some pairs cross, some do not
-        ref = reprojection_loss(X, R, t, params, o, ww, 100.0, tmax, partner)
+        ref = reference_reprojection(X, R, t, params, tmax, o, ww, 100.0, partner)
         out = ops.robust_reprojection(X, R, t, params, tmax, o, ww, 100.0, partner)
         assert _rel(out, ref) < 1e-12
-        assert (ref <= reprojection_loss(X, R, t, params, o, ww, 100.0, tmax) + 1e-15).all()
+        assert (ref <= reference_reprojection(X, R, t, params, tmax, o, ww, 100.0) + 1e-15).all()
         g = torch.tensor([0.7, -1.3], dtype=F64)
         assert _rel(torch.autograd.grad((out * g).sum(), X)[0], torch.autograd.grad((ref * g).sum(), X)[0]) < 1e-10
 

@@ -13,7 +13,7 @@ import pytest
 from motionkit.conventions import COCO17_FLIP
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.observations import read_observations
-from motionkit.eval.difficulty import take_difficulty
+from motionkit.eval.synthetic_report import take_difficulty
 from motionkit.synthetic.scene import OBS_CLEAN, OBS_MISSED, OBS_SWAPPED
 from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 

@@ -135,8 +135,6 @@ inline void check_adam_inputs(const at::Tensor& param, const at::Tensor& exp_avg
     check_same(param, x, name);
 }
 
-constexpr double kReprojectionClamp = 1e-6;  // sum of weights below which the loss is sum w GMoF / 1e-6
-constexpr double kPriorClamp = 1.0;          // masked means divide by max(sum w, 1)
 
 struct PriorSizes {
   int64_t P, M;
@@ -199,19 +197,6 @@ PriorData<T> prior_data(const at::Tensor& J, const at::Tensor& coco, const at::T
   return d;
 }
 
-// move the problem-0 pointers of d to problem p
-template <typename T>
-MK_HD PriorData<T> prior_problem(PriorData<T> d, int64_t p, const T* fps) {
-  const int64_t M = d.M;
-  d.J += p * M * d.Jn * 3;
-  d.tri += p * M * d.C * 3;
-  d.tri_w += p * M * d.C;
-  d.fm += p * M;
-  d.go6 += p * M * d.R6 * 6;
-  d.rv += p * M * d.NR * 3;
-  d.fps = fps[p];
-  return d;
-}
 
 
 struct KnotSizes {

@@ -1,4 +1,4 @@
-// motionkit fused operators: schemas (namespace motionkit) and the CPU implementations.
+// motionkit fused operators: the CPU implementations (schemas: ops_schema.cpp).
 // The per-frame math lives in mk_body.h and is shared with the CUDA implementation (ops_cuda.cu).
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
@@ -15,6 +15,11 @@ namespace {
 
 using mk::BodyData;
 using mk::BodyFrame;
+
+// at::parallel_for grain sizes: the fewest items a task takes. A body or prior frame costs microseconds
+// (16 frames a task), a reprojection frame tens of them over all views (8), a 6D conversion or a knot row
+// a few dozen operations (256, 16 rows of ~130 channels), an Adam element a handful (2048).
+constexpr int64_t kFrameGrain = 16, kReprojectionGrain = 8, kRotationGrain = 256, kElementGrain = 2048;
 
 // per-frame partial sums (P, M, 2K) -> (means, denominators), each of shape `shape` (P,) or (P, K)
 std::tuple<at::Tensor, at::Tensor> reduce(const at::Tensor& partial, int K, double clamp, at::IntArrayRef shape) {
@@ -49,11 +54,9 @@ at::Tensor body_joints_cpu(const at::Tensor& rot6d, const at::Tensor& betas, con
     const scalar_t* tr = transl.data_ptr<scalar_t>();
     scalar_t* o = out.data_ptr<scalar_t>();
     const int64_t per = N / betas.size(0);  // frames sharing one row of betas (and of kp_delta)
-    at::parallel_for(0, N, 16, [&](int64_t lo, int64_t hi) {
+    at::parallel_for(0, N, kFrameGrain, [&](int64_t lo, int64_t hi) {
       BodyFrame<scalar_t> f;
-      for (int64_t n = lo; n < hi; ++n)
-        mk::body_frame_forward(d, r6 + n * d.R * 6, b + (n / per) * d.B, dl + (n / per) * K * 3, tr + n * 3,
-                               o + n * (J + K) * 3, f);
+      for (int64_t n = lo; n < hi; ++n) mk::body_forward_item(d, r6, b, dl, tr, o, n, per, f);
     });
   });
   return out;
@@ -84,12 +87,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> body_joints_backward_
     const scalar_t* go = g.data_ptr<scalar_t>();
     scalar_t *o6 = g6.data_ptr<scalar_t>(), *ob = gb.data_ptr<scalar_t>(), *ot = gt.data_ptr<scalar_t>();
     scalar_t* od = gd.data_ptr<scalar_t>();
-    at::parallel_for(0, N, 16, [&](int64_t lo, int64_t hi) {
+    at::parallel_for(0, N, kFrameGrain, [&](int64_t lo, int64_t hi) {
       BodyFrame<scalar_t> f, gf;
-      for (int64_t n = lo; n < hi; ++n)
-        mk::body_frame_backward(d, r6 + n * d.R * 6, b + (n / per) * d.B, dl + (n / per) * K * 3,
-                                go + n * (J + K) * 3, o6 + n * d.R * 6, ob + n * d.B, ot + n * 3, od + n * K * 3, f,
-                                gf);
+      for (int64_t n = lo; n < hi; ++n) mk::body_backward_item(d, r6, b, dl, go, o6, ob, ot, od, n, per, f, gf);
     });
   });
   if (per == 1) return {g6, gb, gt, gd};
@@ -115,7 +115,7 @@ at::Tensor rot6d_to_rotvec_cpu(const at::Tensor& rot6d) {
   AT_DISPATCH_FLOATING_TYPES(rot6d.scalar_type(), "rot6d_to_rotvec_cpu", [&] {
     const scalar_t* r6 = rot6d.data_ptr<scalar_t>();
     scalar_t* o = out.data_ptr<scalar_t>();
-    at::parallel_for(0, rot6d.size(0), 256, [&](int64_t lo, int64_t hi) {
+    at::parallel_for(0, rot6d.size(0), kRotationGrain, [&](int64_t lo, int64_t hi) {
       for (int64_t n = lo; n < hi; ++n) mk::rot6d_to_rotvec_one(r6 + 6 * n, o + 3 * n);
     });
   });
@@ -130,7 +130,7 @@ at::Tensor rot6d_to_rotvec_backward_cpu(const at::Tensor& grad, const at::Tensor
     const scalar_t* r6 = rot6d.data_ptr<scalar_t>();
     const scalar_t* gr = g.data_ptr<scalar_t>();
     scalar_t* o = out.data_ptr<scalar_t>();
-    at::parallel_for(0, rot6d.size(0), 256, [&](int64_t lo, int64_t hi) {
+    at::parallel_for(0, rot6d.size(0), kRotationGrain, [&](int64_t lo, int64_t hi) {
       for (int64_t n = lo; n < hi; ++n) mk::rot6d_to_rotvec_one_backward(r6 + 6 * n, gr + 3 * n, o + 6 * n);
     });
   });
@@ -151,13 +151,9 @@ std::tuple<at::Tensor, at::Tensor> robust_reprojection_cpu(const at::Tensor& joi
     const scalar_t *ob = obs.data_ptr<scalar_t>(), *w = weight.data_ptr<scalar_t>();
     scalar_t* part = partial.data_ptr<scalar_t>();
     const int V = s.V, J = s.J;
-    at::parallel_for(0, s.P * s.M, 8, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) {
-        const int64_t p = i / s.M;
-        mk::reprojection_frame(X + i * J * 3, Rp + p * V * 9, tp + p * V * 3, pp + p * V * 8, tm + p * V,
-                               ob + i * V * J * 2, w + i * V * J, pa, V, J, static_cast<scalar_t>(sigma),
-                               part + 2 * i, part + 2 * i + 1);
-      }
+    at::parallel_for(0, s.P * s.M, kReprojectionGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i)
+        mk::reprojection_item(X, Rp, tp, pp, tm, ob, w, pa, i, s.M, V, J, static_cast<scalar_t>(sigma), part);
     });
   });
   return reduce(partial, 1, mk::kReprojectionClamp, {s.P});
@@ -178,14 +174,10 @@ at::Tensor robust_reprojection_backward_cpu(const at::Tensor& grad, const at::Te
     const scalar_t *gp = g.data_ptr<scalar_t>(), *dp = den.data_ptr<scalar_t>();
     scalar_t* o = out.data_ptr<scalar_t>();
     const int V = s.V, J = s.J;
-    at::parallel_for(0, s.P * s.M, 8, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) {
-        const int64_t p = i / s.M;
-        mk::reprojection_frame_backward(X + i * J * 3, Rp + p * V * 9, tp + p * V * 3, pp + p * V * 8, tm + p * V,
-                                        ob + i * V * J * 2, w + i * V * J, pa, V, J, static_cast<scalar_t>(sigma),
-                                        mk::mean_scale(gp, dp, p, mk::kReprojectionClamp),
-                                        o + i * J * 3);
-      }
+    at::parallel_for(0, s.P * s.M, kReprojectionGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i)
+        mk::reprojection_backward_item(X, Rp, tp, pp, tm, ob, w, pa, i, s.M, V, J, static_cast<scalar_t>(sigma), gp,
+                                       dp, o);
     });
   });
   return out;
@@ -203,11 +195,8 @@ std::tuple<at::Tensor, at::Tensor> prior_terms_cpu(const at::Tensor& J, const at
                                       n_acc);
     const scalar_t* f = fps.data_ptr<scalar_t>();
     scalar_t* part = partial.data_ptr<scalar_t>();
-    at::parallel_for(0, s.P * s.M, 16, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) {
-        auto dp = mk::prior_problem(d, i / s.M, f);
-        mk::prior_terms_frame(dp, i % s.M, part + i * 2 * K, part + i * 2 * K + K);
-      }
+    at::parallel_for(0, s.P * s.M, kFrameGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) mk::prior_item(d, f, i, part);
     });
   });
   return reduce(partial, K, mk::kPriorClamp, {s.P, K});
@@ -227,15 +216,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> prior_terms_backward_cpu(
                                       n_acc);
     const scalar_t *f = fps.data_ptr<scalar_t>(), *gp = g.data_ptr<scalar_t>(), *dn = den.data_ptr<scalar_t>();
     scalar_t *oJ = gJ.data_ptr<scalar_t>(), *ogo = ggo.data_ptr<scalar_t>(), *orv = grv.data_ptr<scalar_t>();
-    at::parallel_for(0, s.P * s.M, 16, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) {
-        const int64_t p = i / s.M;
-        auto dp = mk::prior_problem(d, p, f);
-        scalar_t sc[mk::kPriorTerms];
-        for (int k = 0; k < mk::kPriorTerms; ++k) sc[k] = mk::mean_scale(gp, dn, p * mk::kPriorTerms + k, mk::kPriorClamp);
-        mk::prior_terms_frame_backward(dp, i % s.M, sc, oJ + i * s.Jn * 3, ogo + i * d.R6 * 6,
-                                       orv + i * s.NR * 3);
-      }
+    at::parallel_for(0, s.P * s.M, kFrameGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) mk::prior_backward_item(d, f, i, gp, dn, oJ, ogo, orv);
     });
   });
   return {gJ, ggo, grv};
@@ -251,7 +233,7 @@ void adam_step_cpu(at::Tensor& param, at::Tensor& exp_avg, at::Tensor& exp_avg_s
     const scalar_t* gp = g.data_ptr<scalar_t>();
     const scalar_t b1 = beta1, b2 = beta2, e = eps, l = lr_v;
     const scalar_t bc1 = 1 - std::pow(beta1, t), bc2 = 1 - std::pow(beta2, t);
-    at::parallel_for(0, param.numel(), 2048, [&](int64_t lo, int64_t hi) {
+    at::parallel_for(0, param.numel(), kElementGrain, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) mk::adam_element(p + i, m + i, v + i, gp[i], l, b1, b2, e, bc1, bc2);
     });
   });
@@ -265,7 +247,7 @@ at::Tensor knot_sequence_cpu(const at::Tensor& params, const at::Tensor& index, 
     const scalar_t *x = params.data_ptr<scalar_t>(), *w = weight.data_ptr<scalar_t>();
     const int64_t* idx = index.data_ptr<int64_t>();
     scalar_t* o = out.data_ptr<scalar_t>();
-    at::parallel_for(0, z.P * z.M, 16, [&](int64_t lo, int64_t hi) {
+    at::parallel_for(0, z.P * z.M, kFrameGrain, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) {
         const int64_t p = i / z.M, m = i % z.M;
         mk::knot_sequence_row(x + p * z.N * z.C, idx, w, m, z.E, z.N, z.C, z.Cw, o + i * z.C);
@@ -284,7 +266,7 @@ at::Tensor knot_sequence_backward_cpu(const at::Tensor& grad, const at::Tensor& 
     const scalar_t *gr = g.data_ptr<scalar_t>(), *w = weight.data_ptr<scalar_t>();
     const int64_t *rd = readers.data_ptr<int64_t>(), *ptr = reader_ptr.data_ptr<int64_t>();
     scalar_t* o = out.data_ptr<scalar_t>();
-    at::parallel_for(0, z.P * z.N, 16, [&](int64_t lo, int64_t hi) {
+    at::parallel_for(0, z.P * z.N, kFrameGrain, [&](int64_t lo, int64_t hi) {
       for (int64_t i = lo; i < hi; ++i) {
         const int64_t p = i / z.N, n = i % z.N;
         mk::knot_sequence_backward_row(gr + p * z.M * z.C, rd, ptr, w, n, z.E, z.C, z.Cw, o + i * z.C);
@@ -295,38 +277,6 @@ at::Tensor knot_sequence_backward_cpu(const at::Tensor& grad, const at::Tensor& 
 }
 
 }  // namespace
-
-TORCH_LIBRARY(motionkit, m) {
-  m.def(
-      "body_joints(Tensor rot6d, Tensor betas, Tensor kp_delta, Tensor transl, Tensor J_template, "
-      "Tensor J_shapedirs, Tensor kp_template, Tensor kp_shapedirs, Tensor kp_posedirs, Tensor kp_weights, "
-      "Tensor parents) -> Tensor");
-  m.def(
-      "body_joints_backward(Tensor grad, Tensor rot6d, Tensor betas, Tensor kp_delta, Tensor J_template, "
-      "Tensor J_shapedirs, Tensor kp_template, Tensor kp_shapedirs, Tensor kp_posedirs, Tensor kp_weights, "
-      "Tensor parents) -> (Tensor, Tensor, Tensor, Tensor)");
-  m.def("rot6d_to_rotvec(Tensor rot6d) -> Tensor");
-  m.def("knot_sequence(Tensor params, Tensor index, Tensor weight, Tensor readers, Tensor reader_ptr) -> Tensor");
-  m.def(
-      "knot_sequence_backward(Tensor grad, Tensor index, Tensor weight, Tensor readers, Tensor reader_ptr) -> "
-      "Tensor");
-  m.def(
-      "adam_step_(Tensor(a!) param, Tensor(b!) exp_avg, Tensor(c!) exp_avg_sq, Tensor grad, Tensor lr, Tensor step, "
-      "float beta1, float beta2, float eps) -> ()");
-  m.def("rot6d_to_rotvec_backward(Tensor grad, Tensor rot6d) -> Tensor");
-  m.def(
-      "robust_reprojection(Tensor joints, Tensor R, Tensor t, Tensor params, Tensor theta_max, Tensor obs, "
-      "Tensor weight, Tensor partner, float sigma) -> (Tensor, Tensor)");
-  m.def(
-      "prior_terms(Tensor J, Tensor coco, Tensor tri, Tensor tri_w, Tensor fm, Tensor fps, Tensor go6, Tensor rv, "
-      "Tensor limits, float sigma3, int n_acc) -> (Tensor, Tensor)");
-  m.def(
-      "prior_terms_backward(Tensor grad, Tensor den, Tensor J, Tensor coco, Tensor tri, Tensor tri_w, Tensor fm, "
-      "Tensor fps, Tensor go6, Tensor rv, Tensor limits, float sigma3, int n_acc) -> (Tensor, Tensor, Tensor)");
-  m.def(
-      "robust_reprojection_backward(Tensor grad, Tensor den, Tensor joints, Tensor R, Tensor t, Tensor params, "
-      "Tensor theta_max, Tensor obs, Tensor weight, Tensor partner, float sigma) -> Tensor");
-}
 
 TORCH_LIBRARY_IMPL(motionkit, CPU, m) {
   m.impl("body_joints", &body_joints_cpu);

@@ -143,7 +143,7 @@ def take_difficulty(root: str | Path, take_uid: str, fits: str | Path | None = N
             out.update(_weight_checks(res, true.project(truth), kind[frames][:, vids], gt["person_id"]))
         if gt["visible"] is not None:
             fi = res["association/frame_index"]
-            out.update(_selection_checks(res, gt["visible"][fi][:, vids], detected[fi], gt["person_id"]))
+            out.update(selection_checks(res, gt["visible"][fi][:, vids], detected[fi], gt["person_id"]))
     return out
 
 
@@ -161,7 +161,7 @@ def _shares(counts: dict, key: str) -> dict:
     return out
 
 
-def _selection_checks(res, visible: np.ndarray, detected: np.ndarray, person_id: np.ndarray) -> dict:
+def selection_checks(res, visible: np.ndarray, detected: np.ndarray, person_id: np.ndarray) -> dict:
     """How the association chose, per camera-frame of the fit grid (``visible``, ``detected (M, V)`` in
     the result's camera order): the share of the camera-frames where the wearer is visible whose
     selection is the wearer (a detector miss counts as a failure), the same where the detector found the
@@ -201,7 +201,7 @@ def _weight_checks(res, true_px: np.ndarray, kind: np.ndarray, person_id: np.nda
 
 
 def pooled_checks(takes: list[dict]) -> dict:
-    """The shares of ``_weight_checks`` and ``_selection_checks`` over every observation (camera-frame)
+    """The shares of ``_weight_checks`` and ``selection_checks`` over every observation (camera-frame)
     of ``takes`` together (``take_difficulty`` results): with ~40 swapped camera-frames a take, per-take
     shares swing by +-10 points, and their median is a poor summary."""
     out = {}

@@ -27,6 +27,20 @@ constexpr int kMaxJoints = 64;     // kinematic joints (SMPL-X: 55)
 constexpr int kMaxRotated = 24;    // joints with a free rotation (SMPL-X fit: global + 21 body joints)
 constexpr int kMaxBetas = 16;      // shape coefficients
 
+// Geman-McClure of a squared residual r2 with scale s2 = sigma^2, divided by s2 (motionkit.geometry.robust.gmof):
+// r2 / (s2 + r2); and a times its derivative in r2, a s2 / (s2 + r2)^2 (a: the chain rule's factor, first so
+// that the product rounds as written out before)
+template <typename T>
+MK_HD T gmof(T r2, T s2) {
+  return r2 / (s2 + r2);
+}
+
+template <typename T>
+MK_HD T gmof_grad(T a, T r2, T s2) {
+  const T q = s2 + r2;
+  return a * s2 / (q * q);
+}
+
 template <typename T>
 MK_HD T dot3(const T* a, const T* b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 

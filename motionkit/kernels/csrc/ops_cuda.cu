@@ -1,5 +1,5 @@
 // motionkit fused operators: CUDA implementations (one thread per frame), registered for the CUDA
-// dispatch key of the schemas defined in ops_cpu.cpp. The math is the CPU's (mk_body.h).
+// dispatch key of the schemas defined in ops_schema.cpp. The math is the CPU's (mk_body.h).
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <c10/cuda/CUDAException.h>
@@ -23,8 +23,7 @@ __global__ void body_forward_kernel(mk::BodyData<T> d, const T* r6, const T* bet
   const int64_t n = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (n >= N) return;
   mk::BodyFrame<T> f;
-  mk::body_frame_forward(d, r6 + n * d.R * 6, betas + (n / per) * d.B, kp_delta + (n / per) * d.K * 3,
-                         transl + n * 3, out + n * (d.J + d.K) * 3, f);
+  mk::body_forward_item(d, r6, betas, kp_delta, transl, out, n, per, f);
 }
 
 template <typename T>
@@ -33,9 +32,7 @@ __global__ void body_backward_kernel(mk::BodyData<T> d, const T* r6, const T* be
   const int64_t n = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (n >= N) return;
   mk::BodyFrame<T> f, g;
-  mk::body_frame_backward(d, r6 + n * d.R * 6, betas + (n / per) * d.B, kp_delta + (n / per) * d.K * 3,
-                          gout + n * (d.J + d.K) * 3, g6 + n * d.R * 6, gb + n * d.B, gt + n * 3, gd + n * d.K * 3, f,
-                          g);
+  mk::body_backward_item(d, r6, betas, kp_delta, gout, g6, gb, gt, gd, n, per, f, g);
 }
 
 template <typename T>
@@ -74,10 +71,7 @@ __global__ void reprojection_kernel(const T* X, const T* R, const T* t, const T*
                                     const T* w, const int64_t* partner, int64_t PM, int64_t M, int V, int J, T sigma,
                                     T* part) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (i >= PM) return;
-  const int64_t p = i / M;
-  mk::reprojection_frame(X + i * J * 3, R + p * V * 9, t + p * V * 3, prm + p * V * 8, tmax + p * V,
-                         obs + i * V * J * 2, w + i * V * J, partner, V, J, sigma, part + 2 * i, part + 2 * i + 1);
+  if (i < PM) mk::reprojection_item(X, R, t, prm, tmax, obs, w, partner, i, M, V, J, sigma, part);
 }
 
 template <typename T>
@@ -85,33 +79,20 @@ __global__ void reprojection_backward_kernel(const T* X, const T* R, const T* t,
                                              const T* obs, const T* w, const int64_t* partner, int64_t PM,
                                              int64_t M, int V, int J, T sigma, const T* grad, const T* den, T* out) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (i >= PM) return;
-  const int64_t p = i / M;
-  mk::reprojection_frame_backward(X + i * J * 3, R + p * V * 9, t + p * V * 3, prm + p * V * 8, tmax + p * V,
-                                  obs + i * V * J * 2, w + i * V * J, partner, V, J, sigma,
-                                  mk::mean_scale(grad, den, p, mk::kReprojectionClamp), out + i * J * 3);
+  if (i < PM) mk::reprojection_backward_item(X, R, t, prm, tmax, obs, w, partner, i, M, V, J, sigma, grad, den, out);
 }
 
 template <typename T>
 __global__ void prior_kernel(mk::PriorData<T> d, const T* fps, int64_t P, T* part) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (i >= P * d.M) return;
-  constexpr int K = mk::kPriorTerms;
-  auto dp = mk::prior_problem(d, i / d.M, fps);
-  mk::prior_terms_frame(dp, i % d.M, part + i * 2 * K, part + i * 2 * K + K);
+  if (i < P * d.M) mk::prior_item(d, fps, i, part);
 }
 
 template <typename T>
 __global__ void prior_backward_kernel(mk::PriorData<T> d, const T* fps, int64_t P, const T* grad, const T* den, T* gJ,
                                       T* ggo, T* grv) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (i >= P * d.M) return;
-  const int64_t p = i / d.M;
-  auto dp = mk::prior_problem(d, p, fps);
-  T sc[mk::kPriorTerms];
-  for (int k = 0; k < mk::kPriorTerms; ++k) sc[k] = mk::mean_scale(grad, den, p * mk::kPriorTerms + k, mk::kPriorClamp);
-  mk::prior_terms_frame_backward(dp, i % d.M, sc, gJ + i * d.Jn * 3, ggo + i * d.R6 * 6,
-                                 grv + i * d.NR * 3);
+  if (i < P * d.M) mk::prior_backward_item(d, fps, i, grad, den, gJ, ggo, grv);
 }
 
 template <typename T>

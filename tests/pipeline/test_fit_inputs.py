@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from motionkit.pipeline.config import PipelineConfig
-from motionkit.pipeline.weights import ObservationWeighting, observation_weights, size_factor
+from motionkit.pipeline.fit_inputs import ObservationWeighting, observation_weights, size_factor
 
 
 def _boxes(heights):

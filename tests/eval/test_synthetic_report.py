@@ -1,6 +1,6 @@
 import numpy as np
 
-from motionkit.eval.difficulty import _selection_checks, format_difficulty, pooled_checks
+from motionkit.eval.synthetic_report import format_difficulty, pooled_checks, selection_checks
 
 
 def test_pooled_checks_count_every_observation_once():
@@ -21,7 +21,7 @@ def test_selection_checks_count_misses_bystanders_and_junk():
     det_index = np.array([[0, -1], [3, 1], [4, 2]])  # frame 1 view 0: bystander, frame 2 view 0: junk
     visible = np.array([[True, True], [True, True], [False, True]])
     detected = np.array([[True, False], [True, True], [False, True]])  # view 1 frame 0: detector miss
-    out = _selection_checks({"association/det_index": det_index}, visible, detected, person_id)
+    out = selection_checks({"association/det_index": det_index}, visible, detected, person_id)
     assert out["selection_counts"] == {
         "wearer_selected_where_visible": [3, 5],
         "wearer_selected_where_detected": [3, 4],

@@ -227,10 +227,9 @@ MK_HD void rot6d_to_rotvec_one_backward(const T* r6, const T* grv, T* g6) {
 constexpr int kMaxReprojectionJoints = 32;
 
 template <typename T>
-MK_HD T gmof_ratio(const T* uv, const T* x, T s2) {  // r2 / (s2 + r2)
+MK_HD T gmof_ratio(const T* uv, const T* x, T s2) {  // GMoF of the pixel residual uv - x
   const T e0 = uv[0] - x[0], e1 = uv[1] - x[1];
-  const T r2 = e0 * e0 + e1 * e1;
-  return r2 / (s2 + r2);
+  return gmof(e0 * e0 + e1 * e1, s2);
 }
 
 // every joint of one view projected (ok[j]: weighted and valid); jac (J, 6) when not null
@@ -297,8 +296,7 @@ MK_HD void reprojection_frame_backward(const T* joints, const T* R, const T* t, 
       const T* x = xv + 2 * j;
       const T e0 = uv[own][0] - x[0], e1 = uv[own][1] - x[1];
       const T r2 = e0 * e0 + e1 * e1;
-      const T q = s2 + r2;
-      const T c2 = scale * wv[j] * s2 / (q * q) * 2;  // d/dr2 of r2 / (s2 + r2), times d r2 / d e = 2 e
+      const T c2 = gmof_grad(scale * wv[j], r2, s2) * 2;  // times d r2 / d e = 2 e
       T gpc[3];
       for (int c = 0; c < 3; ++c) gpc[c] = c2 * (e0 * jac[own][c] + e1 * jac[own][3 + c]);
       T gX[3];
@@ -309,6 +307,9 @@ MK_HD void reprojection_frame_backward(const T* joints, const T* R, const T* t, 
 }
 
 // ------------------------------------------------------------------------------------------ reductions
+constexpr double kReprojectionClamp = 1e-6;  // sum of weights below which the loss is sum w GMoF / 1e-6
+constexpr double kPriorClamp = 1.0;          // masked means divide by max(sum w, 1)
+
 // One problem's per-frame partial sums part (M, 2K) (K numerators, then K denominators) -> the K means
 // out[k] = sum num / max(sum den, clamp) and the denominators, summed in frame order in double precision.
 template <typename T>
@@ -369,6 +370,20 @@ struct PriorData {
 
 constexpr int kPriorTerms = 5;
 
+// move the problem-0 pointers of d to problem p
+template <typename T>
+MK_HD PriorData<T> prior_problem(PriorData<T> d, int64_t p, const T* fps) {
+  const int64_t M = d.M;
+  d.J += p * M * d.Jn * 3;
+  d.tri += p * M * d.C * 3;
+  d.tri_w += p * M * d.C;
+  d.fm += p * M;
+  d.go6 += p * M * d.R6 * 6;
+  d.rv += p * M * d.NR * 3;
+  d.fps = fps[p];
+  return d;
+}
+
 // frame m, triangulated joint c: model point x, triangulated point y, squared distance
 template <typename T>
 MK_HD T prior_3d_residual(const PriorData<T>& d, int64_t m, int c, const T** x, const T** y) {
@@ -395,7 +410,7 @@ MK_HD void prior_terms_frame(const PriorData<T>& d, int64_t m, T* num, T* den) {
     if (w == T(0)) continue;
     const T *x, *y;
     const T d2 = prior_3d_residual(d, m, c, &x, &y);
-    num[0] += w * d2 / (s2 + d2);
+    num[0] += w * gmof(d2, s2);
     den[0] += w;
   }
   if (m + 2 < d.M) {
@@ -447,8 +462,7 @@ MK_HD void prior_terms_frame_backward(const PriorData<T>& d, int64_t m, const T*
     if (w == T(0)) continue;
     const T *x, *y;
     const T d2 = prior_3d_residual(d, m, c, &x, &y);
-    const T q = s2 + d2;
-    const T g = scale[0] * w * s2 / (q * q) * 2;
+    const T g = gmof_grad(scale[0] * w, d2, s2) * 2;
     for (int k = 0; k < 3; ++k) gJ[d.coco[c] * 3 + k] += g * (x[k] - y[k]);
   }
   const T f2 = d.fps * d.fps;
@@ -479,6 +493,64 @@ MK_HD void prior_terms_frame_backward(const PriorData<T>& d, int64_t m, const T*
     if (isfinite(lo) && a < lo) grv[e] -= scale[4] * w * 2 * (lo - a);
     if (isfinite(hi) && a > hi) grv[e] += scale[4] * w * 2 * (a - hi);
   }
+}
+
+// ------------------------------------------------------------------------------------------ items
+// One item of each operator with the whole batch's pointers: the pointer arithmetic of frame n (or (p, m) at
+// i = p M + m) written once, called by the CPU loop (ops_cpu.cpp) and the CUDA thread (ops_cuda.cu) alike.
+// `per`: frames sharing one row of betas and kp_delta (one take's shape).
+template <typename T>
+MK_HD void body_forward_item(const BodyData<T>& d, const T* r6, const T* betas, const T* kp_delta, const T* transl,
+                             T* out, int64_t n, int64_t per, BodyFrame<T>& f) {
+  body_frame_forward(d, r6 + n * d.R * 6, betas + (n / per) * d.B, kp_delta + (n / per) * d.K * 3, transl + n * 3,
+                     out + n * (d.J + d.K) * 3, f);
+}
+
+// gb (N, B) and gd (N, K, 3) per frame: the shared rows are summed afterwards (sum_rows)
+template <typename T>
+MK_HD void body_backward_item(const BodyData<T>& d, const T* r6, const T* betas, const T* kp_delta, const T* gout,
+                              T* g6, T* gb, T* gt, T* gd, int64_t n, int64_t per, BodyFrame<T>& f, BodyFrame<T>& g) {
+  body_frame_backward(d, r6 + n * d.R * 6, betas + (n / per) * d.B, kp_delta + (n / per) * d.K * 3,
+                      gout + n * (d.J + d.K) * 3, g6 + n * d.R * 6, gb + n * d.B, gt + n * 3, gd + n * d.K * 3, f, g);
+}
+
+// frame i = p M + m; part (P M, 2): the frame's numerator and denominator
+template <typename T>
+MK_HD void reprojection_item(const T* X, const T* R, const T* t, const T* prm, const T* tmax, const T* obs,
+                             const T* w, const int64_t* partner, int64_t i, int64_t M, int V, int J, T sigma,
+                             T* part) {
+  const int64_t p = i / M;
+  reprojection_frame(X + i * J * 3, R + p * V * 9, t + p * V * 3, prm + p * V * 8, tmax + p * V, obs + i * V * J * 2,
+                     w + i * V * J, partner, V, J, sigma, part + 2 * i, part + 2 * i + 1);
+}
+
+// grad (P,), den (P,): the upstream gradient and the per-problem denominators of the forward pass
+template <typename T>
+MK_HD void reprojection_backward_item(const T* X, const T* R, const T* t, const T* prm, const T* tmax, const T* obs,
+                                      const T* w, const int64_t* partner, int64_t i, int64_t M, int V, int J, T sigma,
+                                      const T* grad, const T* den, T* out) {
+  const int64_t p = i / M;
+  reprojection_frame_backward(X + i * J * 3, R + p * V * 9, t + p * V * 3, prm + p * V * 8, tmax + p * V,
+                              obs + i * V * J * 2, w + i * V * J, partner, V, J, sigma,
+                              mean_scale(grad, den, p, kReprojectionClamp), out + i * J * 3);
+}
+
+// frame i = p M + m of the prior terms; part (P M, 2 kPriorTerms)
+template <typename T>
+MK_HD void prior_item(const PriorData<T>& d, const T* fps, int64_t i, T* part) {
+  constexpr int K = kPriorTerms;
+  const auto dp = prior_problem(d, i / d.M, fps);
+  prior_terms_frame(dp, i % d.M, part + i * 2 * K, part + i * 2 * K + K);
+}
+
+template <typename T>
+MK_HD void prior_backward_item(const PriorData<T>& d, const T* fps, int64_t i, const T* grad, const T* den, T* gJ,
+                               T* ggo, T* grv) {
+  const int64_t p = i / d.M;
+  const auto dp = prior_problem(d, p, fps);
+  T sc[kPriorTerms];
+  for (int k = 0; k < kPriorTerms; ++k) sc[k] = mean_scale(grad, den, p * kPriorTerms + k, kPriorClamp);
+  prior_terms_frame_backward(dp, i % d.M, sc, gJ + i * d.Jn * 3, ggo + i * d.R6 * 6, grv + i * d.NR * 3);
 }
 
 }  // namespace mk

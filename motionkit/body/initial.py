@@ -1,0 +1,145 @@
+"""The fit's starting point (docs/pipeline.md, "fit"): triangulated joints smoothed in time, a shape from
+their limb lengths, the root by Kabsch on the torso and swing-only limb rotations."""
+
+from __future__ import annotations
+
+import numpy as np
+import roma
+import torch
+from scipy.ndimage import gaussian_filter1d
+
+from motionkit.body.model import BodyModel
+from motionkit.conventions import COCO17_LIMBS, SMPLX_PARENTS, SMPLX_TO_COCO17, TORSO_COCO17, TORSO_SMPLX
+from motionkit.geometry.interpolation import fill_gaps_bracket, lerp, slerp_rotmat
+from motionkit.geometry.procrustes import procrustes
+
+# COCO limbs used for the shape initialisation: (COCO a, COCO b, SMPL-X a, SMPL-X b), the first 12 of
+# COCO17_LIMBS (arms, legs, shoulders, hips, sides) with the SMPL-X joints at those keypoints
+SHAPE_LIMBS = tuple((a, b, int(SMPLX_TO_COCO17[a]), int(SMPLX_TO_COCO17[b])) for a, b in COCO17_LIMBS[:12])
+
+
+def rotation_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Minimal rotation ``(..., 3, 3)`` taking directions ``a`` onto ``b`` (identity where undefined)."""
+    a = a / np.linalg.norm(a, axis=-1, keepdims=True)
+    b = b / np.linalg.norm(b, axis=-1, keepdims=True)
+    v = np.cross(a, b)
+    c = (a * b).sum(-1)
+    s = np.linalg.norm(v, axis=-1)
+    axis = v / np.maximum(s, 1e-12)[..., None]
+    ang = np.arctan2(s, c)
+    rv = axis * ang[..., None]
+    ok = np.isfinite(rv).all(-1) & (c > -1 + 1e-9)
+    rv = np.where(ok[..., None], rv, 0.0)
+    return roma.rotvec_to_rotmat(torch.as_tensor(rv)).numpy()
+
+
+def kabsch(src: np.ndarray, dst: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-frame rigid alignment ``dst ~ R src + t`` on masked points: ``src (K, 3)``, ``dst (M, K, 3)``,
+    ``mask (M, K)`` -> ``R (M, 3, 3)``, ``t (M, 3)``, ``ok (M,)`` (3 or more points)."""
+    _, R, t = procrustes(np.broadcast_to(src, dst.shape), dst, mask)
+    return R, t, mask.sum(1) >= 3
+
+
+def _fill_invalid(R: np.ndarray, t: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rotations ``R (M, 3, 3)`` and vectors ``t (M, 3)`` of frames without ``ok`` filled from the
+    nearest valid frames (SLERP / linear inside, held at the ends); identity and zero if none is valid."""
+    if not ok.any():
+        return np.tile(np.eye(3), (len(R), 1, 1)), np.zeros_like(t)
+    b = fill_gaps_bracket(ok)
+    R_out, t_out = slerp_rotmat(R[ok], b), lerp(t[ok], b)
+    R_out[ok], t_out[ok] = R[ok], t[ok]
+    return R_out, t_out
+
+
+def smooth_in_time(x: np.ndarray, sigma_frames: float, min_support: float = 0.3) -> np.ndarray:
+    """NaN-aware Gaussian smoothing of ``x (M, ...)`` along axis 0 (normalised convolution): missing
+    samples are filled where enough valid neighbours exist (``min_support`` of the kernel mass) and
+    stay NaN elsewhere. ``sigma_frames <= 0`` returns ``x``."""
+    if sigma_frames <= 0:
+        return x
+    ok = np.isfinite(x)
+    num = gaussian_filter1d(np.where(ok, x, 0.0), sigma_frames, axis=0, mode="nearest")
+    den = gaussian_filter1d(ok.astype(np.float64), sigma_frames, axis=0, mode="nearest")
+    return np.where(den >= min_support, num / np.maximum(den, 1e-12), np.nan)
+
+
+def init_shapes(body: BodyModel, tris: list[np.ndarray], iters: int = 200) -> list[np.ndarray]:
+    """Betas ``(10,)`` per problem whose limb lengths match the median triangulated limb lengths of
+    ``tris[p] (M_p, 17, 3)``; all problems in one Adam optimisation (their losses are independent).
+    A problem with fewer than 4 measurable limbs (5 frames or more) keeps the mean shape."""
+    target = np.zeros((len(tris), len(SHAPE_LIMBS)))
+    ok = np.zeros((len(tris), len(SHAPE_LIMBS)), dtype=bool)
+    for p, tri in enumerate(tris):
+        for k, (ca, cb, _, _) in enumerate(SHAPE_LIMBS):
+            d = np.linalg.norm(tri[:, ca] - tri[:, cb], axis=-1)
+            d = d[np.isfinite(d)]
+            if len(d) >= 5:
+                target[p, k], ok[p, k] = np.median(d), True
+    ok &= ok.sum(1, keepdims=True) >= 4
+    solve = ok.any(1)
+    out = np.zeros((len(tris), 10))
+    if not solve.any():
+        return list(out)
+    # float64: the result of a problem must not depend on what else is in the batch (rounding of batched
+    # float32 products would differ at 1e-7, which the fit can amplify)
+    dt, dev = torch.float64, body.J_template.device
+    tgt = torch.as_tensor(target[solve], dtype=dt, device=dev)
+    mask = torch.as_tensor(ok[solve], dtype=dt, device=dev)
+    a = torch.as_tensor([limb[2] for limb in SHAPE_LIMBS], device=dev)
+    b = torch.as_tensor([limb[3] for limb in SHAPE_LIMBS], device=dev)
+    betas = torch.zeros(int(solve.sum()), 10, dtype=dt, device=dev, requires_grad=True)
+    opt = torch.optim.Adam([betas], lr=0.05)
+    for _ in range(iters):
+        J = body.rest_joints(betas)
+        ln = (J[:, a] - J[:, b]).norm(dim=-1)
+        limb_err = (((ln - tgt) ** 2) * mask).sum(1) / mask.sum(1)
+        loss = (limb_err * 100 + 1e-3 * (betas**2).mean(1)).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    out[solve] = betas.detach().cpu().double().numpy()
+    return list(out)
+
+
+def init_shape(body: BodyModel, tri: np.ndarray, iters: int = 200) -> np.ndarray:
+    """Betas of one take (``init_shapes`` of one problem)."""
+    return init_shapes(body, [tri], iters)[0]
+
+
+def init_pose(body: BodyModel, betas: np.ndarray, tri: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Global orientation and translation by Kabsch on the torso, and swing-only limb rotations.
+
+    Returns ``(global_orient (M, 3, 3), body_pose (M, 21, 3, 3), transl (M, 3))``.
+    """
+    with torch.no_grad():
+        b = torch.as_tensor(betas, dtype=body.J_template.dtype, device=body.J_template.device)
+        Jr = body.rest_joints(b).double().cpu().numpy()
+    M = len(tri)
+    torso = tri[:, TORSO_COCO17]
+    mask = np.isfinite(torso).all(-1)
+    R, t, ok = kabsch(Jr[TORSO_SMPLX], torso, mask)
+    R, t = _fill_invalid(R, t, ok)
+    transl = t + np.einsum("mij,j->mi", R, Jr[0]) - Jr[0]
+    pose = np.tile(np.eye(3), (M, 21, 1, 1))
+    G = {0: R}
+    for s_chain, c_chain in (
+        ((1, 4, 7), (11, 13, 15)),
+        ((2, 5, 8), (12, 14, 16)),
+        ((16, 18, 20), (5, 7, 9)),
+        ((17, 19, 21), (6, 8, 10)),
+    ):
+        for k in range(2):
+            j, child = s_chain[k], s_chain[k + 1]
+            parent = SMPLX_PARENTS[j]
+            Gp = G.get(parent)
+            if Gp is None:  # collars and spine stay at identity: their global rotation is the root's
+                Gp = R
+            target = tri[:, c_chain[k + 1]] - tri[:, c_chain[k]]
+            local_t = np.einsum("mji,mj->mi", Gp, target)
+            rest = np.broadcast_to(Jr[child] - Jr[j], local_t.shape)
+            Rl = rotation_between(rest, local_t)
+            good = np.isfinite(target).all(-1)
+            Rl[~good] = np.eye(3)
+            pose[:, j - 1] = Rl
+            G[j] = Gp @ Rl
+    return R, pose, transl

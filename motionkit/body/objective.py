@@ -1,0 +1,105 @@
+"""The fit's objective terms, torch reference (docs/pipeline.md, "fit"): the robust KB3 reprojection, the
+joint limits and the prior terms. ``motionkit.kernels.ops`` holds the fused twins with the same
+arguments, tested for parity; ``body.ops_torch`` and ``body.ops_fused`` serve them to the fit.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from motionkit.conventions import SMPLX_JOINT_LIMITS
+from motionkit.geometry.camera import rig_to_camera_torch
+from motionkit.geometry.fisheye import kb3_project_torch
+from motionkit.geometry.robust import gmof
+
+JOINT_LIMITS = SMPLX_JOINT_LIMITS
+
+
+# ------------------------------------------------------------------------------------------------ reprojection
+def robust_reprojection(joints_world, R_cw, t_cw, params, theta_max, obs_px, weight, sigma: float, partner=None):
+    """Robust reprojection of ``joints_world (..., M, J, 3)`` into ``V`` fisheye cameras
+    (``R_cw (..., V, 3, 3)``, ``t_cw (..., V, 3)``, ``params (..., V, 8)``) against ``obs_px
+    (..., M, V, J, 2)`` with ``weight (..., M, V, J)``: per problem ``sum w GMoF(|pi(X) - x|; sigma) /
+    sigma^2 / sum w``, shape ``(...)``. ``theta_max (..., V)``: the cameras' valid angles (None: computed).
+    ``partner (J,)`` int64: each joint's interchangeable counterpart, or -1 (``reprojection_partners``);
+    where both joints of such a pair are observed in a view, the pair costs the cheaper of its two
+    labellings (a detector's left/right confusion costs nothing then, whichever view made it).
+
+    Torch reference of ``motionkit.kernels.ops.robust_reprojection`` (same arguments, same result).
+    """
+    pc = rig_to_camera_torch(joints_world, R_cw, t_cw)
+    tmax = None if theta_max is None else theta_max[..., None, :, None]
+    uv, valid = kb3_project_torch(pc, params[..., None, :, None, :], return_valid=True, theta_max=tmax)
+    w = weight * valid
+    r2 = ((uv - obs_px) ** 2).sum(-1)
+    per_obs = w * gmof(torch.where(w > 0, r2, torch.zeros_like(r2)), sigma)
+    if partner is not None:
+        other = partner.clamp_min(0)
+        pair = (partner >= 0) & (w > 0) & (w[..., other] > 0)
+        r2x = ((uv[..., other, :] - obs_px) ** 2).sum(-1)  # observation j against its partner's projection
+        crossed_obs = w * gmof(torch.where(pair, r2x, torch.zeros_like(r2x)), sigma)
+        crossed = pair & (crossed_obs + crossed_obs[..., other] < per_obs + per_obs[..., other])
+        per_obs = torch.where(crossed, crossed_obs, per_obs)
+    return per_obs.sum((-1, -2, -3)) / w.sum((-1, -2, -3)).clamp_min(1e-6)
+
+
+def reprojection_partners(pairs: tuple[tuple[int, int], ...], n_joints: int) -> np.ndarray:
+    """``(n_joints,)`` int64: each joint's counterpart in ``pairs`` (disjoint index pairs), -1 for the others."""
+    partner = np.full(n_joints, -1, dtype=np.int64)
+    for a, b in pairs:
+        if not (0 <= a < n_joints and 0 <= b < n_joints and a != b) or partner[a] >= 0 or partner[b] >= 0:
+            raise ValueError(f"pairs must be disjoint pairs of distinct joints below {n_joints}; got {pairs}")
+        partner[a], partner[b] = b, a
+    return partner
+
+
+def limit_loss(body_pose_rotvec: torch.Tensor, limits=JOINT_LIMITS) -> torch.Tensor:
+    """Squared hinge on forbidden local rotations (``limits``: ``(SMPL-X joint, axis, min, max)``):
+    ``(..., 21, 3)`` axis-angle -> ``(...)`` per frame."""
+    loss = body_pose_rotvec.new_zeros(body_pose_rotvec.shape[:-2])
+    for j, axis, lo, hi in limits:
+        a = body_pose_rotvec[..., j - 1, axis]
+        if math.isfinite(lo):
+            loss = loss + torch.relu(lo - a).pow(2)
+        if math.isfinite(hi):
+            loss = loss + torch.relu(a - hi).pow(2)
+    return loss
+
+
+PRIOR_TERMS = ("3d", "smooth", "orient", "pose", "limits")
+
+
+def prior_terms(J, coco, tri, tri_w, fm, fps, rot6d, rv, sigma_3d: float, limits=JOINT_LIMITS, n_acc: int = 55):
+    """The objective's terms besides the reprojection, unweighted, per problem: ``(P, 5)`` in the order
+    of ``PRIOR_TERMS`` (torch reference of ``motionkit.kernels.ops.prior_terms``, same arguments). Each is a masked mean
+    ``sum w x / max(sum w, 1)``:
+
+    * ``3d``: ``GMoF(|J[..., coco, :] - tri|^2; sigma_3d)`` with weights ``tri_w (P, M, C)``;
+    * ``smooth``: mean squared acceleration (m/s^2) of the first ``n_acc`` joints, weight ``fm`` of the
+      three frames (``fps (P,)``);
+    * ``orient``: squared change of the 6D global orientation ``rot6d[:, :, 0]`` between frames
+      (``rot6d (P, M, R, 3, 2)``: joint 0 is the root);
+    * ``pose``: squared angle of the local rotations ``rv (P, M, 21, 3)``; ``limits``: ``limit_loss``.
+
+    ``J (P, M, Jn, 3)`` metres; ``coco (C,)`` int64; ``tri (P, M, C, 3)``; ``fm (P, M)`` 1 for real frames.
+    """
+
+    def masked_mean(x, w):
+        return (x * w).sum(tuple(range(1, x.dim()))) / w.sum(tuple(range(1, w.dim()))).clamp_min(1)
+
+    zero = J.new_zeros(J.shape[0])
+    d2 = ((J[:, :, coco] - tri) ** 2).sum(-1)
+    t3d = masked_mean(gmof(d2, sigma_3d), tri_w)
+    smooth = orient = zero
+    if J.shape[1] >= 3:
+        acc = (J[:, 2:, :n_acc] - 2 * J[:, 1:-1, :n_acc] + J[:, :-2, :n_acc]) * (fps**2)[:, None, None, None]
+        smooth = masked_mean((acc**2).sum(-1).mean(-1), fm[:, 2:] * fm[:, 1:-1] * fm[:, :-2])
+    if J.shape[1] >= 2:
+        go6 = rot6d[:, :, 0]
+        orient = masked_mean(((go6[:, 1:] - go6[:, :-1]) ** 2).sum((-1, -2)), fm[:, 1:] * fm[:, :-1])
+    pose = masked_mean((rv**2).sum((-1, -2)), fm)
+    lim = masked_mean(limit_loss(rv, limits), fm)
+    return torch.stack([t3d, smooth, orient, pose, lim], -1)

@@ -1,0 +1,99 @@
+"""The config tree: every leaf that can change a result is in the reuse hash, every CLI option sets a
+leaf and shows its dataclass default, and the tree survives JSON."""
+
+from __future__ import annotations
+
+import json
+
+import click
+import pytest
+
+from motionkit.cli import FIT_OPTIONS, main
+from motionkit.data.store import config_hash
+from motionkit.pipeline.config import EXECUTION_OPTIONS, SHORTCUTS, PipelineConfig, config_leaves, with_leaf
+
+# values a leaf can take besides its default, for leaves whose type alone does not say (choices)
+CHOICES = {
+    "kernels": "torch",
+    "detector": "rfdetr",
+    "detector_variant": "small",
+    "association": "cylinder",
+    "triangulation.residual_stat": "max",
+    "body_fit.symmetric_limbs_from": "B",
+    "body_fit.kernels": "torch",
+    "body_fit.device": "cuda",
+}
+
+
+def _others(path: str, value) -> list:
+    """Values of the leaf at ``path`` other than ``value`` (some may be refused by the config's checks)."""
+    if path in CHOICES:
+        return [CHOICES[path]]
+    if isinstance(value, bool):
+        return [not value]
+    if isinstance(value, int):
+        return [value + 1, value - 1]
+    if isinstance(value, float):
+        return [value * 1.5 + 0.125, value * 0.5]
+    if isinstance(value, tuple):
+        return [tuple(x + 1 if isinstance(x, int) else x * 1.5 for x in value)]
+    if value is None or isinstance(value, str):
+        return ["other"]
+    raise AssertionError(f"no other value for {path} = {value!r}")
+
+
+def _changed(base: PipelineConfig, path: str, value) -> PipelineConfig:
+    for other in _others(path, value):
+        try:
+            return with_leaf(base, path, other)
+        except ValueError:
+            continue
+    raise AssertionError(f"no valid other value for {path}")
+
+
+def test_every_leaf_changes_the_hash_unless_it_is_an_execution_option():
+    base = PipelineConfig()
+    leaves = config_leaves(base)
+    assert len(leaves) > 80  # the whole tree, sub-configs included
+    h0 = config_hash(base.result_dict())
+    unchanged = []
+    for path, value in leaves.items():
+        changed = _changed(base, path, value)
+        assert config_leaves(changed)[path] != value
+        if config_hash(changed.result_dict()) == h0:
+            unchanged.append(path)
+    assert sorted(unchanged) == sorted(EXECUTION_OPTIONS)
+
+
+def test_the_tree_round_trips_through_json():
+    cfg = with_leaf(PipelineConfig(fit_iters=(5, 10, 5), conf_power=2.0), "body_fit.camera_refine.iters", 7)
+    back = PipelineConfig.from_dict(json.loads(json.dumps(cfg.to_dict())))
+    assert back == cfg and back.body_fit.camera_refine.iters == 7
+    with pytest.raises(ValueError, match="unknown PipelineConfig option"):
+        PipelineConfig.from_dict({"no_such_option": 1})
+
+
+def test_shortcuts_set_and_read_the_leaves_inside_the_tree():
+    cfg = PipelineConfig(fit_iters=(5, 10, 5), refine_cameras=False, conf_power=2.0, size_power=0.0)
+    assert cfg.body_fit.iters == cfg.fit_iters == (5, 10, 5)
+    assert cfg.body_fit.refine_cameras is cfg.refine_cameras is False
+    assert (cfg.weighting.conf_power, cfg.weighting.size_power) == (2.0, 0.0)
+    assert set(SHORTCUTS) == {"fit_iters", "refine_cameras", "conf_power", "size_power"}
+    assert PipelineConfig().body_fit.iters == (100, 200, 150)  # the default is not shared between configs
+    with pytest.raises(ValueError, match="conf_power"):
+        PipelineConfig(conf_power=-1.0)
+    with pytest.raises(ValueError, match="association"):
+        PipelineConfig(association="largest")
+
+
+@pytest.mark.parametrize("command", ["fit", "batch"])
+def test_cli_options_set_config_leaves_with_the_dataclass_defaults(command):
+    leaves = config_leaves(PipelineConfig())
+    params = {p.name: p for p in main.commands[command].params if isinstance(p, click.Option)}
+    for path, name, _ in FIT_OPTIONS:
+        assert path in leaves, path
+        default = params[name].default
+        expected = leaves[path]
+        if isinstance(expected, tuple):
+            expected = ",".join(map(str, expected))
+        assert default == expected, (name, default, expected)
