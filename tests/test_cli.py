@@ -1,4 +1,8 @@
 import json
+import subprocess
+import sys
+
+import click
 
 import numpy as np
 from click.testing import CliRunner
@@ -87,3 +91,17 @@ def test_fit_records_failure_in_result(tmp_path, synth_root):
 def test_bad_until(tmp_path, synth_root):
     r = CliRunner().invoke(main, ["fit", "--take", "x", "--root", str(synth_root), "--until", "nonsense"])
     assert r.exit_code != 0 and "unknown stage" in r.output
+
+
+def test_every_command_loads_and_the_help_loads_none_of_them():
+    from motionkit.cli import COMMANDS
+
+    ctx = click.Context(main)
+    for name in COMMANDS:
+        cmd = main.get_command(ctx, name)
+        assert isinstance(cmd, click.Command) and cmd.name == name, name
+    probe = "import sys; from click.testing import CliRunner; from motionkit.cli import main; "
+    probe += "r = CliRunner().invoke(main, ['--help']); assert r.exit_code == 0, r.output; "
+    probe += "print(sorted(m for m in ('torch', 'motionkit.pipeline', 'motionkit.cli.fit') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out  # `motionkit --help` stays fast: nothing heavy is imported

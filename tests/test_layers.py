@@ -23,7 +23,7 @@ LAYERS = (
     ("cli", "__main__"),
 )
 LAYER_OF = {name: i for i, names in enumerate(LAYERS) for name in names}
-# imports allowed inside functions: optional heavy dependencies (and the CLI, which loads lazily); the
+# imports allowed inside functions: optional heavy dependencies; the
 # C++ toolchain bindings of torch are loaded only when the fused operators are built
 LAZY_OK = {"rfdetr", "ray", "submitit", "cv2", "matplotlib", "torch.utils"}
 
@@ -104,8 +104,6 @@ def test_layers_import_downward_only():
 def test_function_local_imports_only_for_optional_dependencies():
     bad = []
     for path in PKG.rglob("*.py"):
-        if path.name == "cli.py":
-            continue
         for names, inside in _imports(path):
             module = names[-1]
             if inside and not any(module == ok or module.startswith(ok + ".") for ok in LAZY_OK):

@@ -8,7 +8,8 @@ import json
 import click
 import pytest
 
-from motionkit.cli import FIT_OPTIONS, main
+from motionkit.cli import main
+from motionkit.cli.fit import FIT_OPTIONS
 from motionkit.data.store import config_hash
 from motionkit.pipeline.config import EXECUTION_OPTIONS, SHORTCUTS, PipelineConfig, config_leaves, with_leaf
 
@@ -89,7 +90,8 @@ def test_shortcuts_set_and_read_the_leaves_inside_the_tree():
 @pytest.mark.parametrize("command", ["fit", "batch"])
 def test_cli_options_set_config_leaves_with_the_dataclass_defaults(command):
     leaves = config_leaves(PipelineConfig())
-    params = {p.name: p for p in main.commands[command].params if isinstance(p, click.Option)}
+    cmd = main.get_command(click.Context(main), command)
+    params = {p.name: p for p in cmd.params if isinstance(p, click.Option)}
     for path, name, _ in FIT_OPTIONS:
         assert path in leaves, path
         default = params[name].default

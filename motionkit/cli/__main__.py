@@ -1,0 +1,5 @@
+import sys
+
+from motionkit.cli import main
+
+sys.exit(main())

@@ -1,0 +1,338 @@
+"""Fitting commands: ``fit`` (one take), ``batch`` (many takes on a pool, Ray or Slurm), ``doctor``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from tqdm import tqdm
+
+from motionkit.cli.common import clean_errors, iters_option
+from motionkit.common.device import resolve_device
+from motionkit.data.egoexo4d import EgoExoDataset
+from motionkit.distributed import BatchConfig, run_batch
+from motionkit.kernels.loader import environment_report
+from motionkit.pipeline import STAGES, run_take
+from motionkit.pipeline.config import PipelineConfig, config_leaves
+from motionkit.synthetic.demo import ensure_demo_dataset
+
+
+def _fit_option(path: str, *decls: str, **kw):
+    """``(path, parameter name, click option)`` for the config leaf at ``path``: the option's default is
+    read from the dataclass (each default is written once); ``_fit_config`` sets the leaf."""
+    default = config_leaves(PipelineConfig())[path]
+    if isinstance(default, tuple):
+        kw.setdefault("callback", lambda ctx, param, value: iters_option(value))
+        default = ",".join(map(str, default))
+    if decls[0].startswith("--") and "/" not in decls[0] and isinstance(default, bool) and not default:
+        kw["is_flag"] = True
+    name = decls[0].split("/")[0].lstrip("-").replace("-", "_")  # click's parameter name
+    return (
+        path,
+        name,
+        click.option(*decls, default=default, show_default=default is not None, **kw),
+    )
+
+
+# every option of ``fit`` and ``batch`` that changes the run, with the config leaf it sets
+FIT_OPTIONS = [
+    _fit_option("fps", "--fps", type=click.FloatRange(min=1.0, max=30.0),
+                help="Output frame rate on the 30 fps take timeline."),
+    _fit_option("body_model", "--body-model",
+                help="SMPL-X file or folder (default: $MOTIONKIT_BODY_MODEL, else the synthetic demo body)."),
+    _fit_option("timesync_offset", "--timesync-offset", type=click.IntRange(0, 1),
+                help="Take frame i -> timesync row start + offset + i."),
+    _fit_option("device", "--device",
+                help="torch device for fitting and detection: auto (CUDA when available, else CPU), cpu, cuda, "
+                     "cuda:N."),
+    _fit_option("kernels", "--kernels", type=click.Choice(["auto", "torch", "fused"]),
+                help="Fit operators: fused C++/CUDA (motionkit/kernels/csrc/, built once on first use), the torch "
+                     "reference, or auto (fused when built; `motionkit doctor` says why not)."),
+    _fit_option("association", "--association", type=click.Choice(["soma", "cylinder", "soma+cylinder"]),
+                help="Wearer rule: nearest head to the projected Aria anchor (SOMA), the official "
+                     "cylinder-proposal + IoU rule, or SOMA with the cylinder rule where it finds nobody."),
+    _fit_option("detector", "--detector", type=click.Choice(["auto", "observations", "annotation", "rfdetr"]),
+                help="Detections from the dataset's observation cache, annotation2D, or RF-DETR on the videos."),
+    _fit_option("detector_variant", "--detector-variant", type=click.Choice(["nano", "small", "medium", "large"])),
+    _fit_option("detector_weights", "--detector-weights", help="Local RF-DETR checkpoint (never downloaded)."),
+    _fit_option("keypoint_weights", "--keypoint-weights", help="Local RFDETRKeypointPreview checkpoint."),
+    _fit_option("downscaled_video", "--downscaled-video",
+                help="RF-DETR reads frame_aligned_videos/downscaled/448/ (the release's 448p copies; ~20x fewer "
+                     "pixels to decode and move than 4K) instead of the full videos."),
+    _fit_option("body_fit.iters", "--fit-iters",
+                help="Adam iterations of the three fitting stages (A: root, B: + pose, C: + shape)."),
+    _fit_option("weighting.conf_power", "--conf-power", type=click.FloatRange(min=0.0),
+                help="Fit weight of a keypoint ~ confidence ** this (1: plain confidence weighting)."),
+    _fit_option("weighting.size_power", "--size-power", type=click.FloatRange(min=0.0),
+                help="Fit weight ~ (take's median box height / this view's box height) ** this, clipped "
+                     "to 1/4..4: pixels of a small far person count more (0: off)."),
+    _fit_option("body_fit.refine_cameras", "--refine-cameras/--no-refine-cameras",
+                help="After the fit, move each camera by a small rotation and translation onto the fitted "
+                     "landmarks and fit again, twice (three fits in all; the cameras used: fit/T_cam_world)."),
+    _fit_option("cross_view", "--cross-view/--no-cross-view",
+                help="Check each view's wearer against the wearer the other views triangulate: select it "
+                     "where the SOMA rule found nobody, replace a selection that disagrees (CROSS_VIEW)."),
+]  # fmt: skip
+
+
+def fit_options(f):
+    """The options that change a fit (shared by ``fit`` and ``batch``); they become a ``PipelineConfig``."""
+    for _, _, opt in reversed(FIT_OPTIONS):
+        f = opt(f)
+    return f
+
+
+def _fit_config(kw: dict):
+    """The ``PipelineConfig`` of the parsed options (removed from ``kw``)."""
+    return PipelineConfig.from_leaves({path: kw.pop(name) for path, name, _ in FIT_OPTIONS})
+
+
+@click.command()
+@click.option(
+    "--take",
+    "take_id",
+    required=True,
+    help="take_uid or take_name; 'demo' = first demo take.",
+)
+@click.option(
+    "--root",
+    default=None,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Ego-Exo4D dataset root (default: the embedded synthetic demo dataset).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    default="out",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for <take_uid>.h5 and plots.",
+)
+@click.option("--until", default=None, help="Stop after this stage.")
+@fit_options
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON object instead of the summary.",
+)
+@clean_errors()
+def fit(take_id, root, out_dir, until, as_json, **kw) -> None:
+    """Fit one take: load -> anchor -> detect -> keypoints -> associate -> triangulate -> fit ->
+    motion -> evaluate, and write <out>/<take_uid>.h5 with two PNGs beside it."""
+    cfg = _fit_config(kw)
+    if until is not None and until not in STAGES:
+        raise click.BadParameter(
+            f"unknown stage {until!r}; stages: {', '.join(STAGES)}",
+            param_hint="--until",
+        )
+    if root is None:
+        root = ensure_demo_dataset(progress=not as_json)
+        if take_id == "demo":
+            take_id = EgoExoDataset(root).takes()[0].take_uid
+    log = None if as_json else click.echo
+    outcome = run_take(root, take_id, out_dir, cfg, until=until, log=log, progress=not as_json)
+    s = outcome.summary()
+    if as_json:
+        click.echo(json.dumps(s))
+        return
+    bm = s["body_model"]
+    click.echo(f"take {s['take_name']} ({s['take_uid']}): {s['frames']} frames at {s['fps']:g} fps")
+    reused = f" (reused: {', '.join(s['reused_stages'])})" if s["reused_stages"] else ""
+    click.echo(f"stages: {', '.join(s['stages'])}{reused}")
+    click.echo("time per stage: " + ", ".join(f"{k} {v:.2f} s" for k, v in s["seconds_per_stage"].items()))
+    if s["fit_device"]:
+        click.echo(f"fit on {s['fit_device']} with the {s['fit_kernels']} operators")
+    if s["coverage"] is not None:
+        cov, rep = 100 * s["coverage"], s["reprojection_px"]
+        click.echo(f"coverage: {cov:.1f} % of frames fitted; reprojection {rep:.1f} px (median)")
+    if s["pa_mpjpe_mm"] is not None:
+        click.echo(
+            f"vs annotations: PA-MPJPE {s['pa_mpjpe_mm']:.1f} mm, MPJPE {s['mpjpe_world_mm']:.1f} mm (uncorrected)"
+        )
+    for p in s["plots"]:
+        click.echo(f"plot: {p}")
+    if bm.get("synthetic"):
+        click.echo("body model: SYNTHETIC demo body (not the licensed SMPL-X model)")
+    else:
+        click.echo(f"body model: {bm.get('file')} sha256 {bm.get('sha256', '')[:12]}")
+    click.echo(f"result: {s['result']}")
+
+
+@click.command()
+@click.option(
+    "--root",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Dataset root.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Results folder.",
+)
+@click.option(
+    "--takes",
+    "takes_file",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="File with one take uid or name per line.",
+)
+@click.option("--split", default=None, help="All takes of this split (train, val, test).")
+@click.option("--all", "all_takes", is_flag=True, help="All takes in takes.json.")
+@click.option(
+    "--executor",
+    default="local",
+    show_default=True,
+    type=click.Choice(["local", "ray", "slurm"]),
+)
+@click.option(
+    "--workers",
+    default=2,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="local: processes; ray: local cluster size (in tasks); slurm: array parallelism.",
+)
+@click.option("--cpus-per-task", default=1, show_default=True, type=click.IntRange(min=1))
+@click.option(
+    "--gpus-per-task",
+    default=None,
+    type=click.FloatRange(min=0),
+    help="GPUs Ray/Slurm reserve per task (Ray accepts fractions). Default: 1 when the fit device is "
+    "CUDA (--device cuda, or auto with a GPU visible here), else 0.",
+)
+@click.option(
+    "--takes-per-task",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Takes fitted together in one batched fit on one device (use 8-32 on a GPU); each take's "
+    "result equals fitting it alone.",
+)
+@click.option(
+    "--retries",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Retry failed takes N times.",
+)
+@click.option("--force", is_flag=True, help="Recompute takes whose results are complete.")
+@click.option(
+    "--ray-address",
+    default=None,
+    help="Connect to an existing Ray cluster (default: start a local one).",
+)
+@click.option("--slurm-partition", default=None)
+@click.option(
+    "--slurm-time",
+    "slurm_time_min",
+    default=60,
+    show_default=True,
+    type=int,
+    help="Minutes per take.",
+)
+@click.option(
+    "--slurm-local",
+    is_flag=True,
+    help="Run the Slurm path with submitit's local executor (no cluster).",
+)
+@fit_options
+@clean_errors()
+def batch(root, out_dir, takes_file, split, all_takes, executor, workers, cpus_per_task, gpus_per_task, takes_per_task,
+          retries, force,
+          ray_address, slurm_partition, slurm_time_min, slurm_local, **kw) -> None:  # fmt: skip
+    """Fit many takes, one task per take, on a local process pool, Ray or Slurm (submitit).
+
+    Idempotent: complete results made with the same configuration and motionkit version are skipped
+    (--force recomputes). Every attempt is recorded in <out>/manifest.jsonl; a failing take never
+    stops the others.
+    """
+    if sum([takes_file is not None, split is not None, all_takes]) != 1:
+        raise click.UsageError("choose exactly one of --takes FILE, --split NAME, --all")
+    ds = EgoExoDataset(root)
+    if takes_file is not None:
+        ids = [ln.strip() for ln in takes_file.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+        uids = [ds.take(i).uid for i in ids]
+    else:
+        infos = ds.takes(split)
+        excluded = [t.take_name for t in infos if t.excluded_scenario]
+        if excluded:  # the same rule as eval: the benchmark leaves these scenarios out
+            click.echo(
+                f"skipping {len(excluded)} take(s) of excluded scenarios: {', '.join(excluded)}",
+                err=True,
+            )
+        uids = [t.take_uid for t in infos if not t.excluded_scenario]
+    if not uids:
+        raise click.ClickException("no takes selected")
+    fc = _fit_config(kw)
+    if gpus_per_task is None:
+        gpus_per_task = 1 if resolve_device(fc.device).type == "cuda" else 0
+    bc = BatchConfig(
+        executor=executor,
+        workers=workers,
+        cpus_per_task=cpus_per_task,
+        gpus_per_task=gpus_per_task,
+        takes_per_task=takes_per_task,
+        retries=retries,
+        force=force,
+        ray_address=ray_address,
+        slurm_partition=slurm_partition,
+        slurm_time_min=slurm_time_min,
+        slurm_local=slurm_local,
+    )
+    bar = tqdm(total=len(uids), desc=f"batch ({executor})", unit="take")
+    seen = set()
+
+    def on_record(rec):
+        if rec["take"] not in seen and rec["status"] in ("done", "skipped"):
+            seen.add(rec["take"])
+            bar.update(1)
+        bar.set_postfix_str(f"{rec['take'][:8]} {rec['status']}")
+
+    try:
+        summary = run_batch(root, out_dir, uids, fc, bc, on_record=on_record)
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from exc
+    finally:
+        bar.close()
+    click.echo(
+        f"done {len(summary['done'])}, skipped {len(summary['skipped'])}, failed {len(summary['failed'])} "
+        f"(manifest: {Path(out_dir) / 'manifest.jsonl'})"
+    )
+    for uid, err in summary["failed"].items():
+        click.echo(f"  FAILED {uid}: {err}")
+    if summary["failed"]:
+        sys.exit(1)
+
+
+@click.command()
+@click.option(
+    "--cuda/--no-cuda",
+    "build_cuda",
+    default=None,
+    help="Also build the CUDA operators (default: where a GPU is visible).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def doctor(build_cuda, as_json) -> None:
+    """Where fits run here: torch/CUDA/GPU details, and the fused operators of motionkit/kernels/csrc/ (builds them on
+    first use; says why they are unavailable and the torch path is used)."""
+    rep = environment_report(build_cuda)
+    if as_json:
+        click.echo(json.dumps(rep))
+        return
+    click.echo(f"torch {rep['torch']} (CUDA build: {rep['torch_cuda'] or 'no'}); {rep['cpu_threads']} CPU threads")
+    if rep["gpus"]:
+        for g in rep["gpus"]:
+            click.echo(f"GPU {g['index']}: {g['name']} (sm {g['capability']}, {g['memory_gib']} GiB)")
+    else:
+        click.echo("GPU: none visible")
+    click.echo(f"nvcc: {rep['nvcc'] or 'not found'}; default fit device (--device auto): {rep['default_device']}")
+    k = rep["kernels"]
+    click.echo(f"fused operators: cpu {'yes' if k['cpu'] else 'no'}, cuda {'yes' if k['cuda'] else 'no'} "
+               f"(cache {rep['kernels_dir']})")  # fmt: skip
+    if k["error"]:
+        click.echo(f"why not: {k['error']} -> those fits use the torch reference path")
