@@ -3,7 +3,6 @@ import subprocess
 import sys
 
 import click
-
 import numpy as np
 from click.testing import CliRunner
 

@@ -161,34 +161,35 @@ def _joint_shape_dirs(J: np.ndarray, bone: np.ndarray) -> np.ndarray:
     return dJ
 
 
-def generate_synthetic_arrays(seed: int = 0) -> dict[str, np.ndarray]:
-    """All arrays of the synthetic SMPL-X npz (deterministic for a seed)."""
-    rng = np.random.default_rng(seed)
-    J = _rest_joints()
-    bone, girth = _shape_components(J)
-    dJ = _joint_shape_dirs(J, bone)
-    head_comp = np.zeros(10)
-    head_comp[8] = 0.07  # head size component scales head radii and face landmarks
+class _Mesh:
+    """A body mesh being built: vertices with their shape displacement ``(3, 10)`` per unit beta and
+    skinning weights ``(55,)``, triangles, and the vertex range of each part."""
 
-    verts, dverts, wts, faces, tags = [], [], [], [], []
+    def __init__(self) -> None:
+        self.verts, self.dverts, self.weights, self.faces, self.tags = [], [], [], [], []
 
-    def add_vertex(pos, dpos, w):
-        verts.append(pos)
-        dverts.append(dpos)
-        wts.append(w)
-        return len(verts) - 1
+    def add(self, pos, dpos, w) -> int:
+        self.verts.append(pos)
+        self.dverts.append(dpos)
+        self.weights.append(w)
+        return len(self.verts) - 1
 
-    def skin(wj: int, u: float) -> np.ndarray:
-        w = np.zeros(55)
-        p = SMPLX_PARENTS[wj]
-        if u < 0.15 and p >= 0:  # blend the first 15 % of a part with the parent joint
-            a = 0.5 + u / 0.3
-            w[wj], w[p] = a, 1.0 - a
-        else:
-            w[wj] = 1.0
-        return w
 
-    # --- tubes -------------------------------------------------------------------------------
+def _skin(wj: int, u: float) -> np.ndarray:
+    """Skinning weights of a point a fraction ``u`` along joint ``wj``'s part: the first 15 % blends
+    with the parent joint."""
+    w = np.zeros(55)
+    p = SMPLX_PARENTS[wj]
+    if u < 0.15 and p >= 0:
+        a = 0.5 + u / 0.3
+        w[wj], w[p] = a, 1.0 - a
+    else:
+        w[wj] = 1.0
+    return w
+
+
+def _add_tubes(mesh: _Mesh, J: np.ndarray, dJ: np.ndarray, girth: np.ndarray, head_comp: np.ndarray) -> None:
+    """Every body part as a tube (the head an ellipsoid) of rings around its axis."""
     for part in _parts(J):
         a, b = np.asarray(part["a"], float), np.asarray(part["b"], float)
         # shape displacement of the endpoints: a joint moves with its shape direction; a point that
@@ -205,7 +206,7 @@ def generate_synthetic_arrays(seed: int = 0) -> dict[str, np.ndarray]:
         d = b - a
         e1, e2 = _frame(d)
         nu, nt = part["nu"], part["nt"]
-        base = len(verts)
+        base = len(mesh.verts)
         for iu in range(nu):
             u = iu / (nu - 1)
             rx = (1 - u) * part["r0"][0] + u * part["r1"][0]
@@ -218,18 +219,20 @@ def generate_synthetic_arrays(seed: int = 0) -> dict[str, np.ndarray]:
                 off = rx * np.cos(ang) * e1 + rz * np.sin(ang) * e2
                 pos = a + u * d + off
                 dpos = (1 - u) * da + u * db + off[:, None] * rscale[None, :]
-                add_vertex(pos, dpos, skin(part["w"], u))
+                mesh.add(pos, dpos, _skin(part["w"], u))
         for iu in range(nu - 1):
             for it in range(nt):
                 v00 = base + iu * nt + it
                 v01 = base + iu * nt + (it + 1) % nt
                 v10 = v00 + nt
                 v11 = v01 + nt
-                faces += [(v00, v10, v11), (v00, v11, v01)]
-        tags.append((part["name"], base, len(verts)))
+                mesh.faces += [(v00, v10, v11), (v00, v11, v01)]
+        mesh.tags.append((part["name"], base, len(mesh.verts)))
 
-    # --- joint regressor support: six interior vertices around every joint ---------------------
-    reg_rows = []
+
+def _add_joint_support(mesh: _Mesh, J: np.ndarray, dJ: np.ndarray, girth: np.ndarray) -> list[list[int]]:
+    """Six interior vertices around every joint (the joint regressor averages them); their ids per joint."""
+    rows = []
     eps = 0.01
     for i in range(55):
         ids = []
@@ -237,50 +240,58 @@ def generate_synthetic_arrays(seed: int = 0) -> dict[str, np.ndarray]:
             for sgn in (-1.0, 1.0):
                 off = np.zeros(3)
                 off[axis] = sgn * eps
-                ids.append(add_vertex(J[i] + off, dJ[i] + off[:, None] * girth[None, :], skin(i, 1.0)))
-        reg_rows.append(ids)
+                ids.append(mesh.add(J[i] + off, dJ[i] + off[:, None] * girth[None, :], _skin(i, 1.0)))
+        rows.append(ids)
+    return rows
 
-    # --- landmarks ------------------------------------------------------------------------------
+
+def _permutation(n_vertices: int, landmark_vertices: dict[str, int]) -> np.ndarray:
+    """``new_of_old (V,)``: the landmark vertices land on smplx's vertex ids, the others fill the rest in order."""
+    target = dict(SMPLX_VERTEX_KEYPOINTS)
+    new_of_old = np.full(n_vertices, -1)
+    for name, old in landmark_vertices.items():
+        new_of_old[old] = target[name]
+    free_new = np.setdiff1d(np.arange(n_vertices), list(target.values()))
+    new_of_old[np.flatnonzero(new_of_old < 0)] = free_new
+    return new_of_old
+
+
+def generate_synthetic_arrays(seed: int = 0) -> dict[str, np.ndarray]:
+    """All arrays of the synthetic SMPL-X npz (deterministic for a seed)."""
+    rng = np.random.default_rng(seed)
+    J = _rest_joints()
+    bone, girth = _shape_components(J)
+    dJ = _joint_shape_dirs(J, bone)
+    head_comp = np.zeros(10)
+    head_comp[8] = 0.07  # head size component scales head radii and face landmarks
+    mesh = _Mesh()
+    _add_tubes(mesh, J, dJ, girth, head_comp)
+    reg_rows = _add_joint_support(mesh, J, dJ, girth)
     lm_src = {}
     for name, (pos, wj) in _landmarks(J).items():
         dpos = dJ[wj] + (pos - J[wj])[:, None] * (girth + (head_comp if wj == J_IDX["head"] else 0))[None, :]
-        lm_src[name] = add_vertex(pos, dpos, skin(wj, 1.0))
-
-    # --- pad to the SMPL-X vertex count with interior torso points (not in any face) ---------
-    n_needed = SMPLX_NUM_VERTICES - len(verts)
+        lm_src[name] = mesh.add(pos, dpos, _skin(wj, 1.0))
+    # pad to the SMPL-X vertex count with interior torso points (not in any face)
+    n_needed = SMPLX_NUM_VERTICES - len(mesh.verts)
     if n_needed < 0:
-        raise RuntimeError(f"synthetic body has too many vertices: {len(verts)}")
+        raise RuntimeError(f"synthetic body has too many vertices: {len(mesh.verts)}")
     for _ in range(n_needed):
         k = int(rng.integers(1, 4))
         jj = [J_IDX["spine1"], J_IDX["spine2"], J_IDX["spine3"]][k - 1]
         off = rng.normal(scale=0.03, size=3)
-        add_vertex(J[jj] + off, dJ[jj] + off[:, None] * girth[None, :], skin(jj, 1.0))
+        mesh.add(J[jj] + off, dJ[jj] + off[:, None] * girth[None, :], _skin(jj, 1.0))
 
-    verts = np.asarray(verts)
-    dverts = np.asarray(dverts)
-    wts = np.asarray(wts)
-    faces = np.asarray(faces, dtype=np.int64)
-
-    # --- permutation so that landmark vertices land on smplx's vertex ids ----------------------
     V = SMPLX_NUM_VERTICES
-    target = {name: vid for name, vid in SMPLX_VERTEX_KEYPOINTS}
-    new_of_old = np.full(V, -1)
-    for name, old in lm_src.items():
-        new_of_old[old] = target[name]
-    free_new = np.setdiff1d(np.arange(V), list(target.values()))
-    others = np.flatnonzero(new_of_old < 0)
-    new_of_old[others] = free_new
+    new_of_old = _permutation(V, lm_src)
     old_of_new = np.argsort(new_of_old)
-    v_template = verts[old_of_new]
-    shapedirs10 = dverts[old_of_new]
-    weights = wts[old_of_new]
-    faces = new_of_old[faces]
+    v_template = np.asarray(mesh.verts)[old_of_new]
+    weights = np.asarray(mesh.weights)[old_of_new]
+    faces = new_of_old[np.asarray(mesh.faces, dtype=np.int64)]
     J_regressor = np.zeros((55, V))
     for i, ids in enumerate(reg_rows):
         J_regressor[i, new_of_old[ids]] = 1.0 / len(ids)
-
     shapedirs = np.zeros((V, 3, 400), dtype=np.float32)  # 300 shape + 100 expression, as released
-    shapedirs[:, :, :10] = shapedirs10
+    shapedirs[:, :, :10] = np.asarray(mesh.dverts)[old_of_new]
     # small pose correctives on the face landmarks and a few random vertices
     posedirs = np.zeros((V, 3, 486), dtype=np.float32)
     pc_ids = np.concatenate([[vid for _, vid in SMPLX_VERTEX_KEYPOINTS], rng.choice(V, 16, replace=False)])

@@ -177,6 +177,160 @@ def lean_reach(anchor_pos: np.ndarray, anchor_ok: np.ndarray, floor_z: float, cf
     return np.where(ok, np.sqrt(2 * L * drop - drop**2), 0.0)
 
 
+@dataclass
+class _Candidates:
+    """The detections the SOMA rule weighs, sorted by (view, frame): ``rows (N,)`` in the observation
+    table, their frame ``fi`` and view ``vi``, the pixel distance ``delta`` of their head point from the
+    projected anchor (NaN where the anchor is invalid), ``foot_off`` the ground offset of their feet (m,
+    less the lean the head's drop allows), and ``first[v, f]`` the first candidate of (view ``v``,
+    frame ``f``) (``first[v, F]`` ends view ``v``)."""
+
+    rows: np.ndarray
+    fi: np.ndarray
+    vi: np.ndarray
+    delta: np.ndarray
+    foot_off: np.ndarray
+    floor_z: float
+    first: np.ndarray
+
+
+def _candidates(obs: Observations, rig: CameraRig, frames: np.ndarray, anchor_pos: np.ndarray, anchor_ok: np.ndarray,
+                a_uv: np.ndarray, cfg: AssociationConfig) -> _Candidates:  # fmt: skip
+    F, V = len(frames), len(rig)
+    fi_all, vi_all = observation_cells(frames, obs, rig)
+    idx = np.flatnonzero((vi_all >= 0) & (fi_all >= 0) & (obs.score >= cfg.det_min_score))
+    fi, vi = fi_all[idx], vi_all[idx]
+    order = np.lexsort((fi, vi))
+    idx, fi, vi = idx[order], fi[order], vi[order]
+    heads = head_points(obs.box[idx], obs.keypoints[idx], obs.keypoint_conf[idx], cfg.face_conf_min)
+    delta = np.linalg.norm(heads - a_uv[fi, vi], axis=-1)  # NaN where the anchor is invalid
+    foot_off, floor_z = ground_offsets(rig, obs.box[idx], vi, anchor_pos[fi], delta, cfg)
+    # a bend puts the head ahead of the feet: the lean the head's drop allows is no sign of someone in front
+    foot_off = np.clip(foot_off - lean_reach(anchor_pos, anchor_ok, floor_z, cfg)[fi], 0.0, None)  # NaN, inf kept
+    first = np.searchsorted(vi * (F + 1) + fi, np.arange(V)[:, None] * (F + 1) + np.arange(F + 1)[None, :])
+    return _Candidates(idx, fi, vi, delta, foot_off, floor_z, first)
+
+
+def _camera_threshold(delta: np.ndarray, fi: np.ndarray, n_frames: int, cfg: AssociationConfig) -> float | None:
+    """The camera's ``tau``: ``tau_factor`` x the median over frames of the nearest head's distance,
+    clipped to ``tau_min_px .. tau_max_px``; None with fewer than ``min_calibration_frames`` frames."""
+    best = np.full(n_frames, np.inf)
+    if len(delta):
+        np.minimum.at(best, fi, np.nan_to_num(delta, nan=np.inf))
+    best = best[np.isfinite(best)]
+    if len(best) < cfg.min_calibration_frames:
+        return None
+    return float(np.clip(cfg.tau_factor * np.median(best), cfg.tau_min_px, cfg.tau_max_px))
+
+
+def _new_outputs(F: int, V: int, tau_max: float) -> dict[str, np.ndarray]:
+    """Empty per-camera-frame outputs: nothing selected."""
+    return {
+        "box": np.full((F, V, 4), np.nan),
+        "score": np.full((F, V), np.nan),
+        "keypoints": np.full((F, V, 17, 2), np.nan),
+        "confidence": np.zeros((F, V, 17)),
+        "reason": np.full((F, V), "", dtype=object),
+        "det_index": np.full((F, V), -1, dtype=np.int64),
+        "head_to_anchor_px": np.full((F, V), np.nan),
+        "assoc_conf": np.zeros((F, V)),
+        "n_person_dets": np.zeros((F, V), dtype=np.int32),
+        "flags": np.zeros((F, V), dtype=np.int32),
+        "tau_px": np.full(V, tau_max),
+    }
+
+
+def _select(out: dict, f: int, v: int, row: int, obs: Observations) -> None:
+    """Select observation ``row`` at (frame ``f``, view ``v``)."""
+    out["box"][f, v] = obs.box[row]
+    out["score"][f, v] = obs.score[row]
+    out["keypoints"][f, v] = obs.keypoints[row]
+    out["confidence"][f, v] = obs.keypoint_conf[row]
+    out["det_index"][f, v] = row
+
+
+def _track_camera(v: int, c: _Candidates, in_front: np.ndarray, obs: Observations, a_valid: np.ndarray,
+                  anchor_ok: np.ndarray, anchor_reason: np.ndarray, cfg: AssociationConfig,
+                  out: dict) -> None:  # fmt: skip
+    """Pass 2 of view ``v``, in time order: track the selected box by IoU, re-detect the nearest head
+    within ``tau`` when the track drifts or is lost, rescue a hidden face by the feet (``GROUND_MATCH``),
+    carry the track blind for a few frames without an anchor; writes ``out`` (``_new_outputs``)."""
+    F = c.first.shape[1] - 1
+    t = out["tau_px"][v]
+    reason, flags = out["reason"], out["flags"]
+    state = None  # previous selected box
+    blind = 0
+    for f in range(F):
+        lo, hi = c.first[v, f], c.first[v, f + 1]
+        out["n_person_dets"][f, v] = hi - lo
+        cand = np.arange(lo, hi)
+        if not a_valid[f, v]:
+            chosen = None
+            if state is not None and blind < cfg.max_blind_frames and len(cand):
+                ious = box_iou(state, obs.box[c.rows[cand]])
+                k = int(np.argmax(ious))
+                if ious[k] >= cfg.iou_track and not in_front[cand[k]]:
+                    chosen = cand[k]
+            if chosen is None:
+                state = None
+                reason[f, v] = anchor_reason[f] if not anchor_ok[f] else "ANCHOR_OUT_OF_VIEW"
+                continue
+            blind += 1
+            _select(out, f, v, c.rows[chosen], obs)
+            reason[f, v] = "TRACKED_BLIND"
+            out["assoc_conf"][f, v] = 0.5 * float(obs.score[c.rows[chosen]])
+            state = obs.box[c.rows[chosen]].copy()
+            continue
+        blind = 0
+        if not len(cand):
+            reason[f, v] = "NO_DETECTIONS"
+            state = None
+            continue
+        dc = c.delta[cand]
+        okc = ~in_front[cand]
+        if in_front[cand].any():
+            flags[f, v] |= FLAG_GROUND_REJECTED
+        chosen = None
+        why = "REDETECT"
+        if state is not None:
+            ious = box_iou(state, obs.box[c.rows[cand]])
+            k = int(np.argmax(np.where(okc, ious, -1.0)))
+            if okc[k] and ious[k] >= cfg.iou_track:
+                # the track is a tie-breaker, not a veto: a bystander who overlapped the wearer's box
+                # must not keep the selection while the wearer's head is much nearer the anchor
+                nearest = np.min(np.where(okc, dc, np.inf), initial=np.inf)
+                if dc[k] <= t and not cfg.track_switch_ratio * nearest < dc[k]:
+                    chosen, why = cand[k], "TRACKED"
+                else:
+                    why = "DRIFT_REDETECT"
+        if chosen is None:
+            dd = np.where(okc, dc, np.inf)
+            k = int(np.argmin(dd))
+            if dd[k] <= t:
+                chosen = cand[k]
+            else:
+                # the head point can be far off when the face is hidden; feet right below the anchor
+                # (and no other such candidate) identify the wearer all the same
+                gm = okc & (c.foot_off[cand] <= cfg.ground_match_m) & (dc <= cfg.tau_max_px)
+                if gm.sum() == 1:
+                    chosen, why = cand[int(np.argmax(gm))], "GROUND_MATCH"
+                else:
+                    reason[f, v] = "NO_DET_NEAR_ANCHOR"
+                    state = None
+                    continue
+        _select(out, f, v, c.rows[chosen], obs)
+        reason[f, v] = why
+        d = float(c.delta[chosen])
+        out["head_to_anchor_px"][f, v] = d
+        conf = float(obs.score[c.rows[chosen]]) * float(np.clip(1 - d / t, 0, 1) if why != "GROUND_MATCH" else 0.25)
+        others = np.sort(np.where(okc & (cand != chosen), dc, np.inf))
+        if len(others) and others[0] <= t and others[0] < cfg.ambiguity_ratio * max(d, 1e-9):
+            flags[f, v] |= FLAG_AMBIGUOUS
+            conf *= 0.5
+        out["assoc_conf"][f, v] = conf
+        state = obs.box[c.rows[chosen]].copy()
+
+
 def select_wearer(
     obs: Observations,
     rig: CameraRig,
@@ -186,7 +340,9 @@ def select_wearer(
     anchor_reason: np.ndarray | None = None,
     cfg: AssociationConfig | None = None,
 ) -> Association:
-    """The SOMA rule with tracking, per camera, over processed frames.
+    """The SOMA rule with tracking, per camera, over processed frames: pass 1 sets each camera's
+    threshold ``tau`` from its nearest heads (``_camera_threshold``) and marks the people standing in
+    front of the wearer (head and ground mismatch); pass 2 tracks in time order (``_track_camera``).
 
     Args:
         obs: detections and keypoints of the take (observation cache).
@@ -198,148 +354,28 @@ def select_wearer(
     cfg = cfg or AssociationConfig()
     F, V = len(frames), len(rig)
     a_uv, a_valid = project_anchor(rig, anchor_pos, anchor_ok, cfg)
-    cam_of_obs = np.array([rig.names.index(n) if n in rig.names else -1 for n in obs.camera_names])
-    ocam = cam_of_obs[obs.camera] if len(obs) else np.zeros(0, int)
-    keep = (ocam >= 0) & (obs.score >= cfg.det_min_score) & np.isin(obs.frame_index, frames)
-    idx = np.flatnonzero(keep)
-    pos_of_frame = {int(f): i for i, f in enumerate(frames)}
-    fi = np.array([pos_of_frame[int(f)] for f in obs.frame_index[idx]], dtype=np.int64)
-    vi = ocam[idx]
-    order = np.lexsort((fi, vi))
-    idx, fi, vi = idx[order], fi[order], vi[order]
-    heads = head_points(obs.box[idx], obs.keypoints[idx], obs.keypoint_conf[idx], cfg.face_conf_min)
-    delta = np.linalg.norm(heads - a_uv[fi, vi], axis=-1)  # NaN where the anchor is invalid
-    foot_off, floor_z = ground_offsets(rig, obs.box[idx], vi, anchor_pos[fi], delta, cfg)
-    # a bend puts the head ahead of the feet: the lean the head's drop allows is no sign of someone in front
-    foot_off = np.clip(foot_off - lean_reach(anchor_pos, anchor_ok, floor_z, cfg)[fi], 0.0, None)  # NaN, inf kept
-    in_front = np.zeros(len(idx), dtype=bool)  # set per camera once its threshold is known
-
-    out_box = np.full((F, V, 4), np.nan)
-    out_score = np.full((F, V), np.nan)
-    out_kp = np.full((F, V, 17, 2), np.nan)
-    out_conf = np.zeros((F, V, 17))
-    reason = np.full((F, V), "", dtype=object)
-    det = np.full((F, V), -1, dtype=np.int64)
-    d_out = np.full((F, V), np.nan)
-    aconf = np.zeros((F, V))
-    ndet = np.zeros((F, V), dtype=np.int32)
-    flags = np.zeros((F, V), dtype=np.int32)
-    tau = np.full(V, cfg.tau_max_px)
+    c = _candidates(obs, rig, frames, anchor_pos, anchor_ok, a_uv, cfg)
+    out = _new_outputs(F, V, cfg.tau_max_px)
     anchor_reason = np.where(
         np.asarray(anchor_reason if anchor_reason is not None else [""] * F) == "", "NO_ARIA_POSE", anchor_reason
     )
-
-    starts = np.searchsorted(vi * (F + 1) + fi, np.arange(V)[:, None] * (F + 1) + np.arange(F + 1)[None, :])
+    in_front = np.zeros(len(c.rows), dtype=bool)  # set per camera once its threshold is known
     for v in range(V):
-        # pass 1: the camera's threshold from the nearest head per frame
-        sel_v = vi == v
-        dv = delta[sel_v]
-        fv = fi[sel_v]
-        if len(dv):
-            best = np.full(F, np.inf)
-            np.minimum.at(best, fv, np.nan_to_num(dv, nan=np.inf))
-            best = best[np.isfinite(best)]
+        sel_v = c.vi == v
+        tau = _camera_threshold(c.delta[sel_v], c.fi[sel_v], F, cfg)
+        if tau is None:
+            out["flags"][:, v] |= FLAG_LOW_CALIBRATION
         else:
-            best = np.zeros(0)
-        if len(best) >= cfg.min_calibration_frames:
-            tau[v] = float(np.clip(cfg.tau_factor * np.median(best), cfg.tau_min_px, cfg.tau_max_px))
-        else:
-            flags[:, v] |= FLAG_LOW_CALIBRATION
-        t = tau[v]
+            out["tau_px"][v] = tau
         # the joint head/ground mismatch: someone standing in front of the wearer (NaN ground: head only)
         with np.errstate(over="ignore", invalid="ignore"):
-            mismatch = delta[sel_v] / t + np.nan_to_num(foot_off[sel_v], nan=0.0, posinf=1e9) / cfg.foot_scale_m
+            mismatch = c.delta[sel_v] / out["tau_px"][v] + (
+                np.nan_to_num(c.foot_off[sel_v], nan=0.0, posinf=1e9) / cfg.foot_scale_m
+            )
         in_front[sel_v] = mismatch > cfg.max_mismatch
-        # pass 2: track and re-detect, in time order
-        state = None  # previous selected box
-        blind = 0
-        for f in range(F):
-            lo, hi = starts[v, f], starts[v, f + 1]
-            ndet[f, v] = hi - lo
-            cand = np.arange(lo, hi)
-            if not a_valid[f, v]:
-                chosen = None
-                if state is not None and blind < cfg.max_blind_frames and len(cand):
-                    ious = box_iou(state, obs.box[idx[cand]])
-                    k = int(np.argmax(ious))
-                    if ious[k] >= cfg.iou_track and not in_front[cand[k]]:
-                        chosen = cand[k]
-                if chosen is None:
-                    state = None
-                    reason[f, v] = anchor_reason[f] if not anchor_ok[f] else "ANCHOR_OUT_OF_VIEW"
-                    continue
-                blind += 1
-                _put(f, v, chosen, idx, obs, out_box, out_score, out_kp, out_conf, det)
-                reason[f, v] = "TRACKED_BLIND"
-                aconf[f, v] = 0.5 * float(obs.score[idx[chosen]])
-                state = obs.box[idx[chosen]].copy()
-                continue
-            blind = 0
-            if not len(cand):
-                reason[f, v] = "NO_DETECTIONS"
-                state = None
-                continue
-            dc = delta[cand]
-            okc = ~in_front[cand]
-            if in_front[cand].any():
-                flags[f, v] |= FLAG_GROUND_REJECTED
-            chosen = None
-            why = "REDETECT"
-            if state is not None:
-                ious = box_iou(state, obs.box[idx[cand]])
-                k = int(np.argmax(np.where(okc, ious, -1.0)))
-                if okc[k] and ious[k] >= cfg.iou_track:
-                    # the track is a tie-breaker, not a veto: a bystander who overlapped the wearer's box
-                    # must not keep the selection while the wearer's head is much nearer the anchor
-                    nearest = np.min(np.where(okc, dc, np.inf), initial=np.inf)
-                    if dc[k] <= t and not cfg.track_switch_ratio * nearest < dc[k]:
-                        chosen, why = cand[k], "TRACKED"
-                    else:
-                        why = "DRIFT_REDETECT"
-            if chosen is None:
-                dd = np.where(okc, dc, np.inf)
-                k = int(np.argmin(dd))
-                if dd[k] <= t:
-                    chosen = cand[k]
-                else:
-                    # the head point can be far off when the face is hidden; feet right below the anchor
-                    # (and no other such candidate) identify the wearer all the same
-                    gm = okc & (foot_off[cand] <= cfg.ground_match_m) & (dc <= cfg.tau_max_px)
-                    if gm.sum() == 1:
-                        chosen, why = cand[int(np.argmax(gm))], "GROUND_MATCH"
-                    else:
-                        reason[f, v] = "NO_DET_NEAR_ANCHOR"
-                        state = None
-                        continue
-            _put(f, v, chosen, idx, obs, out_box, out_score, out_kp, out_conf, det)
-            reason[f, v] = why
-            d = float(delta[chosen])
-            d_out[f, v] = d
-            conf = float(obs.score[idx[chosen]]) * float(np.clip(1 - d / t, 0, 1) if why != "GROUND_MATCH" else 0.25)
-            others = np.sort(np.where(okc & (cand != chosen), dc, np.inf))
-            if len(others) and others[0] <= t and others[0] < cfg.ambiguity_ratio * max(d, 1e-9):
-                flags[f, v] |= FLAG_AMBIGUOUS
-                conf *= 0.5
-            aconf[f, v] = conf
-            state = obs.box[idx[chosen]].copy()
-    return Association(
-        np.asarray(frames),
-        rig.names,
-        out_box,
-        out_score,
-        out_kp,
-        out_conf,
-        reason.astype(str),
-        det,
-        d_out,
-        aconf,
-        ndet,
-        a_uv,
-        a_valid,
-        tau,
-        flags,
-        floor_z,
-    )
+        _track_camera(v, c, in_front, obs, a_valid, anchor_ok, anchor_reason, cfg, out)
+    out["reason"] = out["reason"].astype(str)
+    return Association(np.asarray(frames), rig.names, anchor_px=a_uv, anchor_valid=a_valid, floor_z=c.floor_z, **out)
 
 
 def observation_cells(frame_index: np.ndarray, obs: Observations, rig: CameraRig) -> tuple[np.ndarray, np.ndarray]:
@@ -370,12 +406,3 @@ def put_rows(arrays: dict, obs: Observations, where: np.ndarray, rows: np.ndarra
     arrays["confidence"][where] = obs.keypoint_conf[rows]
     arrays["assoc_conf"][where] = assoc_conf
     arrays["reason"][where] = reason
-
-
-def _put(f, v, chosen, idx, obs, out_box, out_score, out_kp, out_conf, det) -> None:
-    row = idx[chosen]
-    out_box[f, v] = obs.box[row]
-    out_score[f, v] = obs.score[row]
-    out_kp[f, v] = obs.keypoints[row]
-    out_conf[f, v] = obs.keypoint_conf[row]
-    det[f, v] = row

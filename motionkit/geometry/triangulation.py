@@ -480,7 +480,7 @@ def triangulate_naive(px: np.ndarray, conf: np.ndarray, rig: CameraRig, conf_min
 
 def view_outliers(
     tri: TriangulationResult,
-    max_residual_px: float = 60.0,
+    max_residual_px: float = TriangulationConfig.max_residual_px,
     min_share: float = 0.5,
     min_views: int = 3,
     min_joints: int = 4,

@@ -212,22 +212,65 @@ def _write_h5_group(g: h5py.Group, seq, frames_ctrl: np.ndarray, pv, coco: np.nd
     g["visible"] = pv.visible
 
 
-def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile) -> dict:
-    """Generate one take under ``root`` and return its ``takes.json`` entry. ``model``: the body model
-    the pipeline fits with; the people are made with it (``clean``) or with a subject model derived
-    from it (``cfg.subject_model``)."""
-    if cfg.annotation_offset is not None and np.asarray(cfg.annotation_offset, dtype=float).shape != (17, 3):
-        raise ValueError("annotation_offset must be a (17, 3) array of metres")
-    rng = np.random.default_rng([cfg.seed, index])
-    uid = take_uid_for(cfg.seed, index)
-    name = f"{cfg.take_name_prefix}_{cfg.seed}_{index:03d}"
-    capture = f"{name}_capture"
-    split = cfg.split_pattern[index % len(cfg.split_pattern)]
-    n_frames = int(round(cfg.duration * TAKE_FPS))
-    if n_frames < 2:
-        raise ValueError("duration must give at least 2 frames")
+@dataclass
+class TakeWorld:
+    """The scene of one take: the floor height, the centre of the action, the true cameras (``rig``),
+    the cameras in the calibration file (``calib_cams``, with their ``qualities``) and in the videos
+    (``video_cams``: names), and the extra camera (``"none"``, ``"bad"`` or ``"missing"``: ``xcam``)."""
 
-    # --- world, scene and cameras ------------------------------------------------------------------
+    floor_z: float
+    center: np.ndarray
+    rig: CameraRig
+    calib_cams: list[Camera]
+    video_cams: list[str]
+    qualities: dict[str, int]
+    extra: str
+    xcam: Camera | None
+
+
+@dataclass
+class TakePeople:
+    """Everyone's motion on the control grid ``t`` (``CONTROL_HZ``, the take plus ``pad`` s on each
+    side); ``frames_ctrl (F,)`` the control samples of the 30 fps take frames; the wearer first. ``body``
+    and ``identity``: the model the people are made with; ``betas_w`` the wearer's shape."""
+
+    t: np.ndarray
+    pad: float
+    frames_ctrl: np.ndarray
+    body: BodyModel
+    identity: dict
+    betas_w: np.ndarray
+    people: list
+
+
+@dataclass
+class TakeViews:
+    """What the cameras see at the take frames: each person's joints and detector landmarks, their
+    visibility per view (``views``), the simulated detections (``det``) and the calibration the
+    dataset carries (``calib_of``: camera name -> calibrated camera)."""
+
+    joints_people: list[np.ndarray]
+    coco_people: list[np.ndarray]
+    views: list
+    det: object
+    calib_of: dict[str, Camera]
+
+
+@dataclass
+class AriaTrack:
+    """The Aria glasses: timesync rows (``start`` is the row of take frame -1, ``row_ts`` their device
+    times in ns), the trajectory samples ``t_us`` with ``T_world_device``, and the wearer's CPF on the
+    control grid (``T_world_cpf_ctrl``)."""
+
+    start: int
+    n_rows: int
+    row_ts: np.ndarray
+    t_us: np.ndarray
+    T_world_device: np.ndarray
+    T_world_cpf_ctrl: np.ndarray
+
+
+def _make_world(rng: np.random.Generator, cfg: SynthConfig, index: int) -> TakeWorld:
     floor_z = rng.uniform(-1.6, -1.0)
     center = rng.uniform(-3, 3, 2)
     rig = make_gopro_rig(
@@ -245,6 +288,7 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile
     qualities = {c.name: 1 for c in all_cams}
     calib_cams = list(all_cams)
     video_cams = [c.name for c in all_cams]
+    xcam = None
     if extra in ("bad", "missing"):
         xr = make_gopro_rig(rng, center, floor_z, 1)[0]
         xcam = Camera(f"cam{len(all_cams) + 1:02d}", xr.width, xr.height, xr.params, xr.T_world_cam)
@@ -252,79 +296,93 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile
         if extra == "bad":
             calib_cams.append(xcam)
             qualities[xcam.name] = 0
+    return TakeWorld(floor_z, center, rig, calib_cams, video_cams, qualities, extra, xcam)
 
-    # --- motion (control grid covers the take plus 0.5 s on each side for the Aria trajectory) ---
+
+def _bystander_target(rng: np.random.Generator, k: int, cfg: SynthConfig, t: np.ndarray, wc, rig: CameraRig):
+    """Where bystander ``k`` heads at control sample ``i``: a companion (even ``k``) stays near the wearer,
+    at 0.8-1.3 m, walking around them; a crosser (odd ``k``) walks across the line between the wearer
+    and a camera, then on to another."""
+    n_ctrl = len(t)
+    if k % 2 == 0:
+        r0 = rng.uniform(cfg.companion_near_m, 1.3)
+        w0, ph = rng.choice([-1, 1]) * rng.uniform(0.4, 0.8), rng.uniform(0, 2 * np.pi)
+
+        def companion(i, pos):
+            a = ph + w0 * t[i]
+            return wc.xy[i] + r0 * np.array([np.cos(a), np.sin(a)])
+
+        return companion
+    cams_xy = np.array([c.center[:2] for c in rig])
+    plan_every = int(3.0 * CONTROL_HZ)
+    n_plans = n_ctrl // plan_every + 2
+    picks = rng.integers(0, len(rig), n_plans)
+    fracs = rng.uniform(0.3, 0.6, n_plans)
+    sides = rng.choice([-1.0, 1.0], n_plans)
+
+    def crosser(i, pos):
+        j = i // plan_every
+        w = wc.xy[min(j * plan_every, n_ctrl - 1)]
+        c = cams_xy[picks[j]]
+        d = (c - w) / max(np.linalg.norm(c - w), 1e-6)
+        on_line = w + fracs[j] * (c - w)
+        # first half of the plan: stand off to one side; second half: cross to the other side
+        side = sides[j] if (i % plan_every) < plan_every // 2 else -sides[j]
+        return on_line + side * 1.2 * np.array([-d[1], d[0]])
+
+    return crosser
+
+
+def _make_people(rng: np.random.Generator, cfg: SynthConfig, index: int, model: BodyModelFile, world: TakeWorld,
+                 n_frames: int) -> TakePeople:  # fmt: skip
     pad = 0.5
     n_ctrl = int(round((cfg.duration + 2 * pad) * CONTROL_HZ)) + 1
     t = -pad + np.arange(n_ctrl) / CONTROL_HZ
     frames_ctrl = int(round(pad * CONTROL_HZ)) + np.arange(n_frames) * int(CONTROL_HZ / TAKE_FPS)
-    radius = 1.8
     if cfg.subject_model:
         body, identity = subject_body(model, np.random.default_rng([cfg.seed, index, 1]))
     else:
         body, identity = BodyModel(model, dtype=torch.float64), model.identity
     betas_w = np.clip(rng.normal(0, 1.0, 10), -2.5, 2.5)
     activities = EXTENDED_ACTIVITIES if cfg.motions == "extended" else BASIC_ACTIVITIES
-    wc = wearer_controls(rng, t, center, radius, activities)
-    wearer = simulate_body(body, betas_w, wc, floor_z)
-    people = [wearer]
+    wc = wearer_controls(rng, t, world.center, 1.8, activities)
+    people = [simulate_body(body, betas_w, wc, world.floor_z)]
     for k in range(cfg.bystanders):
-        if k % 2 == 0:  # companion: stays near the wearer, at 0.8-1.3 m, walking around them
-            r0 = rng.uniform(cfg.companion_near_m, 1.3)
-            w0, ph = rng.choice([-1, 1]) * rng.uniform(0.4, 0.8), rng.uniform(0, 2 * np.pi)
-
-            def tgt(i, pos, r0=r0, w0=w0, ph=ph):
-                a = ph + w0 * t[i]
-                return wc.xy[i] + r0 * np.array([np.cos(a), np.sin(a)])
-        else:  # crosser: walks across the line between the wearer and a camera, then on to another
-            cams_xy = np.array([c.center[:2] for c in all_cams])
-            plan_every = int(3.0 * CONTROL_HZ)
-            n_plans = n_ctrl // plan_every + 2
-            picks = rng.integers(0, len(all_cams), n_plans)
-            fracs = rng.uniform(0.3, 0.6, n_plans)
-            sides = rng.choice([-1.0, 1.0], n_plans)
-
-            def tgt(i, pos, cams_xy=cams_xy, picks=picks, fracs=fracs, sides=sides, plan_every=plan_every):
-                j = i // plan_every
-                w = wc.xy[min(j * plan_every, n_ctrl - 1)]
-                c = cams_xy[picks[j]]
-                d = (c - w) / max(np.linalg.norm(c - w), 1e-6)
-                on_line = w + fracs[j] * (c - w)
-                # first half of the plan: stand off to one side; second half: cross to the other side
-                side = sides[j] if (i % plan_every) < plan_every // 2 else -sides[j]
-                return on_line + side * 1.2 * np.array([-d[1], d[0]])
-
+        tgt = _bystander_target(rng, k, cfg, t, wc, world.rig)
         bc = follower_controls(rng, t, tgt, wc.xy, min_dist=cfg.bystander_min_dist_m)
-        people.append(simulate_body(body, np.clip(rng.normal(0, 1.0, 10), -2.5, 2.5), bc, floor_z))
+        people.append(simulate_body(body, np.clip(rng.normal(0, 1.0, 10), -2.5, 2.5), bc, world.floor_z))
+    return TakePeople(t, pad, frames_ctrl, body, identity, betas_w, people)
 
-    # --- views, visibility and simulated detections (30 fps take frames) -------------------------
-    joints_people = [p.joints[frames_ctrl] for p in people]
+
+def _observe(rng: np.random.Generator, cfg: SynthConfig, index: int, world: TakeWorld, tp: TakePeople) -> TakeViews:
+    joints_people = [p.joints[tp.frames_ctrl] for p in tp.people]
     if cfg.landmarks:  # what detectors and annotators mark: surface landmarks of each person
         lm_rng = np.random.default_rng([cfg.seed, index, 2])
         coco_people = [
-            landmarks(jp, p.global_rotations[frames_ctrl].astype(np.float64), landmark_offsets(lm_rng))
-            for jp, p in zip(joints_people, people, strict=True)
+            landmarks(jp, p.global_rotations[tp.frames_ctrl].astype(np.float64), landmark_offsets(lm_rng))
+            for jp, p in zip(joints_people, tp.people, strict=True)
         ]
     else:
         coco_people = [jp[:, SMPLX_TO_COCO17] for jp in joints_people]
-    views = person_views(rig, joints_people, coco_people, self_occlusion=cfg.self_occlusion)
-    det = simulate_detections(rng, rig, views, cfg.detector_noise())
-    wv = views[0]
-    scene_point = np.array([center[0], center[1], floor_z + 1.0])
-    calib_rig = perturb_calibration(rig, np.random.default_rng([cfg.seed, index, 3]), cfg, scene_point)
-    calib_of = {c.name: c for c in calib_rig}
+    views = person_views(world.rig, joints_people, coco_people, self_occlusion=cfg.self_occlusion)
+    det = simulate_detections(rng, world.rig, views, cfg.detector_noise())
+    scene_point = np.array([world.center[0], world.center[1], world.floor_z + 1.0])
+    calib_rig = perturb_calibration(world.rig, np.random.default_rng([cfg.seed, index, 3]), cfg, scene_point)
+    return TakeViews(joints_people, coco_people, views, det, {c.name: c for c in calib_rig})
 
-    # --- Aria: CPF rigid on the head, device = left SLAM camera at the CAD offset ------------------
+
+def _aria_track(rng: np.random.Generator, cfg: SynthConfig, index: int, tp: TakePeople, n_frames: int) -> AriaTrack:
+    """The CPF rigid on the head (between the eyes), the device = the left SLAM camera at the CAD offset."""
+    body = tp.body
     with torch.no_grad():
         rest = body(
-            torch.as_tensor(betas_w, dtype=body.J_template.dtype),
+            torch.as_tensor(tp.betas_w, dtype=body.J_template.dtype),
             torch.eye(3, dtype=body.J_template.dtype),
             torch.eye(3, dtype=body.J_template.dtype).expand(21, 3, 3),
         ).numpy()
-    names = list(body.vertex_keypoint_names)
-    eyes_mid = eye_midpoint(rest, tuple(names))
+    eyes_mid = eye_midpoint(rest, tuple(body.vertex_keypoint_names))
     T_head_cpf = make_transform(np.eye(3), eyes_mid - rest[15] + np.array([0.0, 0.0, -0.015]))
-    T_world_cpf_ctrl = wearer.T_world_head @ T_head_cpf
+    T_world_cpf_ctrl = tp.people[0].T_world_head @ T_head_cpf
     T_cpf_device = invert_transform(cad_T_device_cpf("DVT-S"))
 
     start = int(rng.integers(30, 90))
@@ -332,11 +390,12 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile
     t0_ns = int(rng.integers(10, 50)) * 10**12 + int(rng.integers(0, 10**9))
     row_ts = t0_ns + np.round(np.arange(n_rows) * 1e9 / TAKE_FPS).astype(np.int64)
     ts_frame0 = row_ts[start + 1]  # default offset convention +1
+    pad = tp.pad
     t_us = np.arange(
         int((ts_frame0 - pad * 1e9) // 1000) + 1, int((ts_frame0 + (cfg.duration + pad - 0.01) * 1e9) // 1000), 1000
     )
     tau = (t_us * 1000 - ts_frame0) / 1e9
-    pos = CubicSpline(t, T_world_cpf_ctrl[:, :3, 3])(tau)
+    pos = CubicSpline(tp.t, T_world_cpf_ctrl[:, :3, 3])(tau)
     aria_rng = np.random.default_rng([cfg.seed, index, 4])
     if cfg.aria_drift_m:  # slow drift of the SLAM trajectory: a few cm over the take
         freq = aria_rng.uniform(0.5, 1.5, 3) / max(cfg.duration, 1.0)
@@ -344,19 +403,15 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile
         pos = pos + cfg.aria_drift_m * np.sin(2 * np.pi * freq * tau[:, None] + phase) / np.sqrt(3)
     if cfg.aria_jitter_m:
         pos = pos + aria_rng.normal(0, cfg.aria_jitter_m / np.sqrt(3), pos.shape)
-    rot = RotationSpline(t, Rotation.from_matrix(T_world_cpf_ctrl[:, :3, :3]))(tau).as_matrix()
+    rot = RotationSpline(tp.t, Rotation.from_matrix(T_world_cpf_ctrl[:, :3, :3]))(tau).as_matrix()
     T_world_device = make_transform(rot, pos) @ T_cpf_device
+    return AriaTrack(start, n_rows, row_ts, t_us, T_world_device, T_world_cpf_ctrl)
 
-    # --- files ----------------------------------------------------------------------------------------
-    take_dir = root / "takes" / name
-    cap_dir = root / "captures" / capture
-    (take_dir / "trajectory").mkdir(parents=True, exist_ok=True)
-    cap_dir.mkdir(parents=True, exist_ok=True)
-    calib_file_cams = [calib_of.get(c.name, c) for c in calib_cams]
-    write_text_atomic(take_dir / "trajectory" / "gopro_calibs.csv", _cam_rows(CameraRig(calib_file_cams), qualities))
-    write_trajectory_csv(take_dir / "trajectory" / "closed_loop_trajectory.csv", t_us, T_world_device)
 
-    # timesync.csv
+def _write_timesync(path: Path, video_cams: list[str], aria: AriaTrack, nan_timesync: bool) -> None:
+    """``timesync.csv``: one row per 30 fps tick, the GoPros' frame numbers and pts, the Aria streams'
+    frame numbers and capture times (the RGB stream with blanked cells where ``nan_timesync``)."""
+    n_rows, start, row_ts = aria.n_rows, aria.start, aria.row_ts
     cols, data = [], []
     for cname in video_cams:
         cols += [f"{cname}_frame_number", f"{cname}_pts"]
@@ -365,7 +420,7 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile
             np.round(np.arange(n_rows) * 1001 / 30000 * 1e6).astype(np.int64).astype(str),
         ]
     aria_ts = row_ts.astype(str).astype(object)
-    if cfg.nan_timesync:
+    if nan_timesync:
         aria_ts[start + 1 + 40] = ""  # a 1-row gap: interpolated
         aria_ts[start + 1 + 60 : start + 1 + 63] = ""  # a 3-row gap: interpolated
         aria_ts[start + 1 + 90 : start + 1 + 98] = ""  # an 8-row gap: no Aria pose
@@ -373,21 +428,26 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile
         cols += [f"aria01_{s}_frame_number", f"aria01_{s}_capture_timestamp_ns"]
         data += [np.arange(n_rows).astype(str), aria_ts if s == "214-1" else row_ts.astype(str)]
     lines = [",".join(cols)] + [",".join(r) for r in zip(*data, strict=True)]
-    write_text_atomic(cap_dir / "timesync.csv", "\n".join(lines) + "\n")
+    write_text_atomic(path, "\n".join(lines) + "\n")
 
-    # annotations (sparse ~10 Hz keys starting late; joints present only when seen in >= 2 views)
-    coco_w = coco_people[0]
+
+def _write_annotations(rng: np.random.Generator, root: Path, split: str, uid: str, name: str, cfg: SynthConfig,
+                       index: int, world: TakeWorld, tp: TakePeople, tv: TakeViews, aria: AriaTrack,
+                       n_frames: int) -> None:  # fmt: skip
+    """The manual body annotations (sparse ~10 Hz keys starting late; a joint only where >= 2 views see
+    it, ``annotation2D`` in the calibration's undistorted cameras) and the ``camera_pose`` file."""
+    coco_w, wv = tv.coco_people[0], tv.views[0]
     ann_rng = np.random.default_rng([cfg.seed, index, 5])
     ann3d = (
         coco_w + ann_rng.normal(0, cfg.annotation_noise_m, coco_w.shape) if cfg.annotation_noise_m else coco_w.copy()
     )
     if cfg.annotation_offset is not None:
         off = np.asarray(cfg.annotation_offset, dtype=np.float64).reshape(17, 3)
-        GR = wearer.global_rotations[frames_ctrl][:, COCO17_OFFSET_PARENT]  # (F, 17, 3, 3)
+        GR = tp.people[0].global_rotations[tp.frames_ctrl][:, COCO17_OFFSET_PARENT]  # (F, 17, 3, 3)
         ann3d = ann3d + np.einsum("fjab,jb->fja", GR, off)
     n_views = wv.kp_ok.sum(1)  # (F, 17)
     keys = np.arange(3 * int(rng.integers(2, 8)), n_frames, 3)
-    ann_cams = [calib_of.get(c.name, c) for c in all_cams]  # annotations live in the calibration's cameras
+    ann_cams = [tv.calib_of.get(c.name, c) for c in world.rig]  # annotations live in the calibration's cameras
     new_K = {c.name: undistorted_new_K(c) for c in ann_cams}
     ann = {}
     for k in keys:
@@ -403,8 +463,7 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile
         }
         a2 = {}
         for v, c in enumerate(ann_cams):
-            pc = c.world_to_cam(ann3d[k])
-            uv = pinhole_project(pc, new_K[c.name])
+            uv = pinhole_project(c.world_to_cam(ann3d[k]), new_K[c.name])
             pts = {
                 COCO17_NAMES[j]: {
                     "x": float(uv[j, 0]),
@@ -427,51 +486,35 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile
             "camera_extrinsics": c.T_cam_world[:3].tolist(),
             "distortion_coeffs": c.D.tolist(),
         }
-    T_world_rgb = T_world_cpf_ctrl[frames_ctrl] @ T_CPF_RGB
+    T_world_rgb = aria.T_world_cpf_ctrl[tp.frames_ctrl] @ T_CPF_RGB
     cp["aria01"] = {
         "camera_intrinsics": [[150.0, 0.0, 255.5], [0.0, 150.0, 255.5], [0.0, 0.0, 1.0]],
         "camera_extrinsics": {str(int(k)): invert_transform(T_world_rgb[k])[:3].tolist() for k in keys},
     }
     write_json_atomic(ann_dir / "camera_pose" / f"{uid}.json", cp)
 
-    obs = Observations(
-        [c.name for c in all_cams],
-        det.frame_index,
-        det.camera,
-        det.box,
-        det.score,
-        det.keypoints,
-        det.keypoint_conf,
-        np.arange(n_frames, dtype=np.int32),
-    )
-    write_observations(
-        root / "observations" / f"{uid}.h5", obs, take_uid=uid, detector="synthetic", keypoint_model="synthetic"
-    )
 
-    if cfg.videos:
-        truth = {c.name: c for c in all_cams}
-        if extra in ("bad", "missing"):
-            truth[xcam.name] = xcam
-        for k, cname in enumerate(video_cams):
-            render_camera_videos(take_dir, truth[cname], joints_people, scale=cfg.video_scale, seed=cfg.seed * 1000 + k,
-                                 markers=coco_people if cfg.video_markers else None)  # fmt: skip
-
-    with atomic_path(root / "gt" / f"{uid}.h5", suffix=".h5") as tmp, h5py.File(tmp, "w") as f:
+def _write_gt(path: Path, cfg: SynthConfig, model: BodyModelFile, world: TakeWorld, tp: TakePeople, tv: TakeViews,
+              aria: AriaTrack, n_frames: int) -> None:  # fmt: skip
+    """``gt/<uid>.h5``: every person's truth, the wearer's CPF and the kind of each observation, the true
+    cameras and the detections' provenance (docs/synthetic.md)."""
+    all_cams, det, wearer = list(world.rig), tv.det, tp.people[0]
+    with atomic_path(path, suffix=".h5") as tmp, h5py.File(tmp, "w") as f:
         f.attrs["camera_names"] = json.dumps([c.name for c in all_cams])
         f.attrs["fps"] = TAKE_FPS
-        f.attrs["floor_z"] = floor_z
+        f.attrs["floor_z"] = world.floor_z
         f.attrs["body_model"] = json.dumps(model.identity)  # the model the pipeline fits with
-        f.attrs["subject_model"] = json.dumps(identity, default=float)  # the model the people are made with
+        f.attrs["subject_model"] = json.dumps(tp.identity, default=float)  # the model the people are made with
         f.attrs["config"] = json.dumps(asdict(cfg))
         f.attrs["activities"] = json.dumps(wearer.labels)
         f.attrs["preset"] = cfg.preset
         names_json = json.dumps([c.name for c in all_cams])
-        for p, (seq, pv) in enumerate(zip(people, views, strict=True)):
+        for p, (seq, pv) in enumerate(zip(tp.people, tv.views, strict=True)):
             g = f.create_group("wearer" if p == 0 else f"bystander_{p}")
-            _write_h5_group(g, seq, frames_ctrl, pv, coco_people[p])
+            _write_h5_group(g, seq, tp.frames_ctrl, pv, tv.coco_people[p])
             g.attrs["camera_names"] = names_json
-        f["wearer/joints_world"] = wearer.joints[frames_ctrl, :55]
-        f["wearer/T_world_cpf"] = T_world_cpf_ctrl[frames_ctrl]
+        f["wearer/joints_world"] = wearer.joints[tp.frames_ctrl, :55]
+        f["wearer/T_world_cpf"] = aria.T_world_cpf_ctrl[tp.frames_ctrl]
         kind = np.full((n_frames, len(all_cams), 17), OBS_MISSED, np.int8)
         mine = det.person_id == 0
         kind[det.frame_index[mine], det.camera[mine]] = det.obs_kind[mine]
@@ -491,6 +534,11 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile
         d["lr_swapped"] = det.lr_swapped
         d["outlier"] = det.outlier
 
+
+def _takes_entry(uid: str, name: str, capture: str, split: str, world: TakeWorld, aria: AriaTrack,
+                 n_frames: int) -> dict:  # fmt: skip
+    """The take's entry in ``takes.json``, as the release writes it."""
+    video_cams = world.video_cams
     return {
         "take_uid": uid,
         "take_name": name,
@@ -504,12 +552,12 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile
             ]
             + [{"cam_id": "aria01", "is_ego": True, "device_type": "aria"}],
         },
-        "timesync_start_idx": start,
-        "timesync_end_idx": start + n_frames + 1,
+        "timesync_start_idx": aria.start,
+        "timesync_end_idx": aria.start + n_frames + 1,
         "duration_sec": n_frames / TAKE_FPS,
         "task_name": "Synthetic Walkabout",
         "parent_task_name": "Synthetic",
-        "best_exo": all_cams[0].name,
+        "best_exo": world.rig[0].name,
         "validated": True,
         "is_dropped": False,
         "has_trimmed_trajectory": True,
@@ -530,6 +578,55 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile
         "motionkit_synthetic": True,
         "split": split,
     }
+
+
+def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile) -> dict:
+    """Generate one take under ``root`` and return its ``takes.json`` entry. ``model``: the body model
+    the pipeline fits with; the people are made with it (``clean``) or with a subject model derived
+    from it (``cfg.subject_model``). One random stream (``rng``) drives the sections in order; the
+    sections with streams of their own (subject, landmarks, calibration, Aria noise, annotation noise)
+    can change without moving the others."""
+    if cfg.annotation_offset is not None and np.asarray(cfg.annotation_offset, dtype=float).shape != (17, 3):
+        raise ValueError("annotation_offset must be a (17, 3) array of metres")
+    rng = np.random.default_rng([cfg.seed, index])
+    uid = take_uid_for(cfg.seed, index)
+    name = f"{cfg.take_name_prefix}_{cfg.seed}_{index:03d}"
+    capture = f"{name}_capture"
+    split = cfg.split_pattern[index % len(cfg.split_pattern)]
+    n_frames = int(round(cfg.duration * TAKE_FPS))
+    if n_frames < 2:
+        raise ValueError("duration must give at least 2 frames")
+    world = _make_world(rng, cfg, index)
+    tp = _make_people(rng, cfg, index, model, world, n_frames)
+    tv = _observe(rng, cfg, index, world, tp)
+    aria = _aria_track(rng, cfg, index, tp, n_frames)
+
+    take_dir = root / "takes" / name
+    cap_dir = root / "captures" / capture
+    (take_dir / "trajectory").mkdir(parents=True, exist_ok=True)
+    cap_dir.mkdir(parents=True, exist_ok=True)
+    calib_file_cams = [tv.calib_of.get(c.name, c) for c in world.calib_cams]
+    write_text_atomic(take_dir / "trajectory" / "gopro_calibs.csv",
+                      _cam_rows(CameraRig(calib_file_cams), world.qualities))  # fmt: skip
+    write_trajectory_csv(take_dir / "trajectory" / "closed_loop_trajectory.csv", aria.t_us, aria.T_world_device)
+    _write_timesync(cap_dir / "timesync.csv", world.video_cams, aria, cfg.nan_timesync)
+    _write_annotations(rng, root, split, uid, name, cfg, index, world, tp, tv, aria, n_frames)
+    det = tv.det
+    obs = Observations([c.name for c in world.rig], det.frame_index, det.camera, det.box, det.score, det.keypoints,
+                       det.keypoint_conf, np.arange(n_frames, dtype=np.int32))  # fmt: skip
+    write_observations(
+        root / "observations" / f"{uid}.h5", obs, take_uid=uid, detector="synthetic", keypoint_model="synthetic"
+    )
+    if cfg.videos:
+        truth = {c.name: c for c in world.rig}
+        if world.xcam is not None:
+            truth[world.xcam.name] = world.xcam
+        for k, cname in enumerate(world.video_cams):
+            markers = tv.coco_people if cfg.video_markers else None
+            render_camera_videos(take_dir, truth[cname], tv.joints_people, scale=cfg.video_scale,
+                                 seed=cfg.seed * 1000 + k, markers=markers)  # fmt: skip
+    _write_gt(root / "gt" / f"{uid}.h5", cfg, model, world, tp, tv, aria, n_frames)
+    return _takes_entry(uid, name, capture, split, world, aria, n_frames)
 
 
 def write_synthetic_dataset(root, cfg: SynthConfig | None = None, progress: bool = False) -> list[str]:

@@ -12,6 +12,7 @@ from motionkit.geometry.triangulation import (
     triangulate,
     view_outliers,
 )
+from motionkit.synthetic.scene import make_gopro_rig
 
 
 def corrupt(px, rng, noise=4.0, outlier_rate=0.10):
@@ -102,15 +103,28 @@ def test_too_few_views_and_residual_rejection():
     assert r3.status[0, 1] == 0
 
 
-def test_huber_refinement_does_not_hurt(scene):
+def test_huber_refinement_helps_with_a_heavy_tail_inside_the_inlier_band():
+    """Errors of 20-50 px on 15 % of the observations pass the 60-px rejection; the Huber IRLS then
+    lowers the median error (measured 14.0 -> 12.0 mm); on Gaussian noise alone it changes little
+    (8.88 -> 8.85 mm)."""
     rng = np.random.default_rng(4)
-    rig, X = scene[1]
-    noisy, conf, _ = corrupt(rig.project(X[:100]), rng)
-    a = triangulate(noisy, conf, rig)
-    b = triangulate(noisy, conf, rig, huber_refine=True)
-    ea = np.nanmedian(np.linalg.norm(a.points - X[:100], axis=-1))
-    eb = np.nanmedian(np.linalg.norm(b.points - X[:100], axis=-1))
-    assert eb <= ea * 1.05
+    rig = make_gopro_rig(rng, np.zeros(2), -1.3, 4)
+    X = rng.normal(0, 0.4, (300, 17, 3))
+    px = rig.project(X)
+    conf = np.full(px.shape[:-1], 0.9)
+
+    def median_errors(noisy):
+        a, b = (triangulate(noisy, conf, rig, huber_refine=h) for h in (False, True))
+        return [np.nanmedian(np.linalg.norm(r.points - X, axis=-1)) for r in (a, b)]
+
+    plain, refined = median_errors(px + rng.normal(0, 4.0, px.shape))
+    assert refined <= 1.01 * plain
+    noisy = px + rng.normal(0, 4.0, px.shape)
+    tail = rng.random(px.shape[:-1]) < 0.15
+    ang, mag = rng.uniform(0, 2 * np.pi, tail.sum()), rng.uniform(20, 50, tail.sum())
+    noisy[tail] += np.stack([np.cos(ang), np.sin(ang)], -1) * mag[:, None]
+    plain, refined = median_errors(noisy)
+    assert refined <= 0.92 * plain, (plain, refined)
 
 
 def test_bad_input():

@@ -30,8 +30,28 @@ def loaded():
     return st
 
 
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def device(request) -> str:
+    """Each parity test runs the fused operator on the CPU and, where a GPU is visible, on CUDA, against
+    the torch reference on the CPU."""
+    if request.param == "cuda":
+        if not torch.cuda.is_available():
+            pytest.skip("needs CUDA")
+        assert kernels.ensure_loaded(cuda=True)["cuda"], kernels.status(load=False)["error"]
+    return request.param
+
+
+def _to(device: str, *xs: torch.Tensor) -> list[torch.Tensor]:
+    """Copies on ``device``, as leaves that require a gradient where the originals do."""
+    return [x.detach().to(device).requires_grad_(x.requires_grad) for x in xs]
+
+
+def _model(body: BodyModel, device: str) -> dict:
+    return {k: v.to(device) for k, v in body.kernel_tensors().items()}
+
+
 def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    a, b = a.detach(), b.detach()
+    a, b = a.detach().cpu(), b.detach().cpu()
     return float((a - b).abs().max() / b.abs().max().clamp_min(1e-30))
 
 
@@ -55,16 +75,17 @@ def body64() -> BodyModel:
     return BodyModel(dtype=F64)  # all 21 landmarks: every skinning path is exercised
 
 
-def test_body_joints_equal_the_torch_body_model_forward_and_backward(body64):
+def test_body_joints_equal_the_torch_body_model_forward_and_backward(body64, device):
     r6, betas, transl = _body_inputs(6)
     R = roma.special_gramschmidt(r6)
     ref = body64(betas, R[:, 0], R[:, 1:], transl)
-    out = ops.body_joints(r6, betas, transl, body64.kernel_tensors())
+    inputs = _to(device, r6, betas, transl)
+    out = ops.body_joints(*inputs, _model(body64, device))
     assert out.shape == ref.shape == (6, 55 + 21, 3)
     assert _rel(out, ref) < 1e-12
     g = torch.randn_like(ref)
     g_ref = torch.autograd.grad((ref * g).sum(), (r6, betas, transl))
-    g_out = torch.autograd.grad((out * g).sum(), (r6, betas, transl))
+    g_out = torch.autograd.grad((out * g.to(device)).sum(), inputs)
     for a, b in zip(g_out, g_ref, strict=True):
         assert _rel(a, b) < 1e-10
 
@@ -75,7 +96,7 @@ def test_body_joints_gradcheck(body64):
     assert torch.autograd.gradcheck(lambda a, b, c: ops.body_joints(a, b, c, model), (r6, betas, transl))
 
 
-def test_landmark_offsets_match_the_torch_reference_and_sit_in_the_joint_frame():
+def test_landmark_offsets_match_the_torch_reference_and_sit_in_the_joint_frame(device):
     """Joint landmarks moved by per-take ``kp_delta`` (rows shared by the frames of one take, as betas):
     fused == torch forward and backward (kp_delta's gradient summed over a take's frames), gradcheck,
     and a landmark posed with its joint is the joint centre plus the joint's world rotation times the
@@ -89,14 +110,15 @@ def test_landmark_offsets_match_the_torch_reference_and_sit_in_the_joint_frame()
     R = roma.special_gramschmidt(r6)
     rows = torch.arange(6) // 3
     ref, GR = body(betas_p[rows], R[:, 0], R[:, 1:], transl, kp_delta=delta[rows], return_transforms=True)
-    out = ops.body_joints(r6, betas_p, transl, body.kernel_tensors(), kp_delta=delta)
+    inputs = _to(device, r6, betas_p, transl, delta)
+    out = ops.body_joints(*inputs[:3], _model(body, device), kp_delta=inputs[3])
     assert out.shape == ref.shape == (6, 55 + K, 3) and _rel(out, ref) < 1e-12
     lm = ref[:, 56:] - ref[:, [1, 4, 18]]
     want = torch.einsum("njab,njb->nja", GR[:, [1, 4, 18]], delta[rows][:, 1:])
     assert _rel(lm, want) < 1e-12
     g = torch.randn_like(ref)
     g_ref = torch.autograd.grad((ref * g).sum(), (r6, betas_p, transl, delta))
-    g_out = torch.autograd.grad((out * g).sum(), (r6, betas_p, transl, delta))
+    g_out = torch.autograd.grad((out * g.to(device)).sum(), inputs)
     for a, b in zip(g_out, g_ref, strict=True):
         assert _rel(a, b) < 1e-10
     model = body.kernel_tensors()
@@ -104,17 +126,19 @@ def test_landmark_offsets_match_the_torch_reference_and_sit_in_the_joint_frame()
                                     (r6[:2], betas_p[:1], transl[:2], delta[:1]))  # fmt: skip
 
 
-def test_rot6d_to_rotvec_matches_roma_including_identity_and_near_half_turn():
+def test_rot6d_to_rotvec_matches_roma_including_identity_and_near_half_turn(device):
     gen = torch.Generator().manual_seed(2)
     r6 = _rot6d(50, 1, gen, spread=1.5)[:, 0]
     special = roma.rotvec_to_rotmat(torch.tensor([[0.0, 0, 0], [1e-9, 0, 0], [0, 3.1, 0.1], [0, 0, math.pi - 1e-3]],
                                                  dtype=F64))[..., :2]  # fmt: skip
     r6 = torch.cat([r6, special]).contiguous().requires_grad_(True)
     ref = roma.rotmat_to_rotvec(roma.special_gramschmidt(r6))
-    out = ops.rot6d_to_rotvec(r6)
+    (r6d,) = _to(device, r6)
+    out = ops.rot6d_to_rotvec(r6d)
     assert _rel(out, ref) < 1e-12
     g = torch.randn_like(ref)
-    assert _rel(torch.autograd.grad((out * g).sum(), r6)[0], torch.autograd.grad((ref * g).sum(), r6)[0]) < 1e-8
+    g_out = torch.autograd.grad((out * g.to(device)).sum(), r6d)[0]
+    assert _rel(g_out, torch.autograd.grad((ref * g).sum(), r6)[0]) < 1e-8
 
 
 def test_rot6d_to_rotvec_gradcheck():
@@ -143,14 +167,16 @@ def _reprojection_problem(seed: int = 4, P: int = 2, M: int = 5, V: int = 3, J: 
     return X.requires_grad_(True), R, t, params, tmax, obs, w
 
 
-def test_robust_reprojection_equals_the_torch_loss_forward_and_backward():
-    X, R, t, params, tmax, obs, w = _reprojection_problem()
+def test_robust_reprojection_equals_the_torch_loss_forward_and_backward(device):
+    X, R, t, params, tmax, obs, w = problem = _reprojection_problem()
+    Xd, *rest = _to(device, *problem)
     for sigma in (100.0, 10.0):
         ref = reference_reprojection(X, R, t, params, tmax, obs, w, sigma)
-        out = ops.robust_reprojection(X, R, t, params, tmax, obs, w, sigma)
+        out = ops.robust_reprojection(Xd, *rest, sigma)
         assert _rel(out, ref) < 1e-12
         g = torch.tensor([0.7, -1.3], dtype=F64)
-        assert _rel(torch.autograd.grad((out * g).sum(), X)[0], torch.autograd.grad((ref * g).sum(), X)[0]) < 1e-10
+        g_out = torch.autograd.grad((out * g.to(device)).sum(), Xd)[0]
+        assert _rel(g_out, torch.autograd.grad((ref * g).sum(), X)[0]) < 1e-10
 
 
 def test_robust_reprojection_gradcheck():
@@ -173,7 +199,7 @@ def _limb_swapped(obs: torch.Tensor, w: torch.Tensor, every: int = 2):
     return obs, w
 
 
-def test_limb_pairs_cost_their_cheaper_labelling():
+def test_limb_pairs_cost_their_cheaper_labelling(device):
     """With the limb pairs interchangeable, labels exchanged in some views cost what the right ones cost
     when those fit better (observations 2 px off, both labels of every pair observed), and never more
     than the labels as given otherwise; the fused operator equals the torch reference, gradients included."""
@@ -195,11 +221,13 @@ def test_limb_pairs_cost_their_cheaper_labelling():
     assert (reference_reprojection(X, R, t, params, tmax, swapped, w_swapped, 100.0) > 5 * plain).all()
     for o, ww in ((obs, w), _limb_swapped(obs, w, every=3)):  # 30 px noise: some pairs cross, some do not
         ref = reference_reprojection(X, R, t, params, tmax, o, ww, 100.0, partner)
-        out = ops.robust_reprojection(X, R, t, params, tmax, o, ww, 100.0, partner)
+        Xd, *rest = _to(device, X, R, t, params, tmax, o, ww, partner)
+        out = ops.robust_reprojection(Xd, *rest[:-1], 100.0, rest[-1])
         assert _rel(out, ref) < 1e-12
         assert (ref <= reference_reprojection(X, R, t, params, tmax, o, ww, 100.0) + 1e-15).all()
         g = torch.tensor([0.7, -1.3], dtype=F64)
-        assert _rel(torch.autograd.grad((out * g).sum(), X)[0], torch.autograd.grad((ref * g).sum(), X)[0]) < 1e-10
+        g_out = torch.autograd.grad((out * g.to(device)).sum(), Xd)[0]
+        assert _rel(g_out, torch.autograd.grad((ref * g).sum(), X)[0]) < 1e-10
 
 
 def test_reprojection_partners():
@@ -229,15 +257,16 @@ def _prior_problem(seed: int = 8, P: int = 2, M: int = 7):
     return J, coco, tri, tri_w, fm, fps, rot6d, rv
 
 
-def test_prior_terms_equal_the_torch_reference_forward_and_backward():
+def test_prior_terms_equal_the_torch_reference_forward_and_backward(device):
     J, coco, tri, tri_w, fm, fps, rot6d, rv = args = _prior_problem()
     ref = prior_terms(*args, 0.1)
-    out = ops.prior_terms(*args, 0.1)
+    dargs = _to(device, *args)
+    out = ops.prior_terms(*dargs, 0.1)
     assert (ref[:, 4] > 0).any()  # every term is exercised
     assert _rel(out, ref) < 1e-12
     g = torch.randn(ref.shape, dtype=F64)
     g_ref = torch.autograd.grad((ref * g).sum(), (J, rot6d, rv))
-    g_out = torch.autograd.grad((out * g).sum(), (J, rot6d, rv))
+    g_out = torch.autograd.grad((out * g.to(device)).sum(), (dargs[0], dargs[6], dargs[7]))
     for a, b in zip(g_out, g_ref, strict=True):
         assert _rel(a, b) < 1e-10
 
@@ -289,14 +318,17 @@ def _knot_problem(P=2, M=37, levels=4, seed=11):
     return basis, params, basis.frozen_weights(root).contiguous()
 
 
-def test_knot_sequence_equals_the_torch_reference_forward_and_backward():
+def test_knot_sequence_equals_the_torch_reference_forward_and_backward(device):
     basis, params, weight = _knot_problem()
+    basis_d = knot_basis(basis.n_frames, len(basis.levels), device=device, dtype=F64)
+    (params_d,) = _to(device, params)
     for w in (weight, None):  # per-channel weights, and the basis's own
-        got, ref = ops.knot_sequence(params, basis, w), basis.sequence(params, w)
+        got = ops.knot_sequence(params_d, basis_d, None if w is None else w.to(device))
+        ref = basis.sequence(params, w)
         assert got.shape == ref.shape == (2, 37, 22, 3, 2)
         assert _rel(got, ref) < 1e-14
         g = torch.randn_like(ref)
-        (ga,) = torch.autograd.grad((got * g).sum(), params)
+        (ga,) = torch.autograd.grad((got * g.to(device)).sum(), params_d)
         (gb,) = torch.autograd.grad((ref * g).sum(), params)
         assert _rel(ga, gb) < 1e-14
     # the frozen root reads its own frame only, and its knots get no gradient
@@ -338,55 +370,3 @@ def test_bad_shapes_give_clear_errors(body64):
         ops.knot_sequence(kp, basis, kw[:, :, :5])
     with pytest.raises(RuntimeError, match="reader_ptr has"):
         ops.knot_sequence(kp[:, :-1], basis, kw)
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_cuda_equals_cpu(body64):
-    assert kernels.ensure_loaded(cuda=True)["cuda"], kernels.status(load=False)["error"]
-    r6, betas, transl = _body_inputs(300, seed=7)
-    model = body64.kernel_tensors()
-    cuda_model = {k: v.cuda() for k, v in model.items()}
-    out = ops.body_joints(r6, betas, transl, model)
-    g = torch.randn_like(out)
-    grads = torch.autograd.grad((out * g).sum(), (r6, betas, transl))
-    r6c, bc, tc = (x.detach().cuda().requires_grad_(True) for x in (r6, betas, transl))
-    outc = ops.body_joints(r6c, bc, tc, cuda_model)
-    gradsc = torch.autograd.grad((outc * g.cuda()).sum(), (r6c, bc, tc))
-    assert _rel(outc.cpu(), out) < 1e-12
-    for a, b in zip(gradsc, grads, strict=True):
-        assert _rel(a.cpu(), b) < 1e-10
-    rv = ops.rot6d_to_rotvec(r6)
-    assert _rel(ops.rot6d_to_rotvec(r6c).cpu(), rv) < 1e-12
-    X, R, t, params, tmax, obs, w = _reprojection_problem(P=3, M=40)
-    loss = ops.robust_reprojection(X, R, t, params, tmax, obs, w, 100.0)
-    gx = torch.autograd.grad(loss.sum(), X)[0]
-    Xc = X.detach().cuda().requires_grad_(True)
-    lossc = ops.robust_reprojection(Xc, *(a.cuda() for a in (R, t, params, tmax, obs, w)), 100.0)
-    assert _rel(lossc.cpu(), loss) < 1e-12
-    assert _rel(torch.autograd.grad(lossc.sum(), Xc)[0].cpu(), gx) < 1e-10
-    partner = torch.as_tensor(reprojection_partners(COCO17_LIMB_LR_PAIRS, 17))
-    obs_s, w_s = _limb_swapped(obs, w, every=3)
-    loss = ops.robust_reprojection(X, R, t, params, tmax, obs_s, w_s, 100.0, partner)
-    gx = torch.autograd.grad(loss.sum(), X)[0]
-    lossc = ops.robust_reprojection(Xc, *(a.cuda() for a in (R, t, params, tmax, obs_s, w_s)), 100.0, partner.cuda())
-    assert _rel(lossc.cpu(), loss) < 1e-12
-    assert _rel(torch.autograd.grad(lossc.sum(), Xc)[0].cpu(), gx) < 1e-10
-    args = _prior_problem(P=2, M=30)
-    pri = ops.prior_terms(*args, 0.1)
-    grads = torch.autograd.grad(pri.sum(), [args[0], args[6], args[7]])
-    cargs = [a.detach().cuda().requires_grad_(a.requires_grad) for a in args]
-    pric = ops.prior_terms(*cargs, 0.1)
-    assert _rel(pric.cpu(), pri) < 1e-12
-    gradsc = torch.autograd.grad(pric.sum(), [cargs[0], cargs[6], cargs[7]])
-    for a, b in zip(gradsc, grads, strict=True):
-        assert _rel(a.cpu(), b) < 1e-10
-    basis, params, weight = _knot_problem(P=3, M=300, levels=9)
-    seq = ops.knot_sequence(params, basis, weight)
-    g = torch.randn_like(seq)
-    (gp,) = torch.autograd.grad((seq * g).sum(), params)
-    basis_c = knot_basis(300, 9, device="cuda", dtype=F64)
-    pc = params.detach().cuda().requires_grad_(True)
-    seqc = ops.knot_sequence(pc, basis_c, weight.cuda())
-    assert _rel(seqc.cpu(), seq) < 1e-12
-    assert _rel(torch.autograd.grad((seqc * g.cuda()).sum(), pc)[0].cpu(), gp) < 1e-12

@@ -41,7 +41,9 @@ def test_official_check_pair_forward(pair, backend):
     joints, feats = pair
     ours = joints_to_hml263(joints, backend=backend)
     assert ours.shape == (169, 263) and ours.dtype == np.float32
-    assert np.abs(ours[:85, :259] - feats[:85, :259]).max() <= 1e-4
+    # rows 0-84 only: the published clip was cut from a longer source segment (171 frames), and quirk Q3's
+    # 80-frame heading smoothing reaches past the cut in the last rows (docs/motion.md); measured 7.7e-6
+    assert np.abs(ours[:85, :259] - feats[:85, :259]).max() <= 2e-5
     np.testing.assert_array_equal(ours[:85, 259:], feats[:85, 259:])
     assert ours[0, 0] == pytest.approx(0.106, abs=1e-3)  # Q2: the spurious rot_vel[0]
 

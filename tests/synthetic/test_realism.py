@@ -29,12 +29,14 @@ def test_realised_difficulty_of_a_realistic_take(realistic_root):
     uid = EgoExoDataset(realistic_root).takes()[0].take_uid
     d = take_difficulty(realistic_root, uid)
     assert d["preset"] == "realistic"
-    assert d["median_2d_error_px"] >= 6.0
-    assert d["lag1_autocorrelation"] >= 0.5
-    assert d["share_over_50px"] >= 0.02
-    assert d["landmark_offset_hips_m"] >= 0.03 and d["landmark_offset_shoulders_m"] >= 0.02
-    assert 0.5 <= d["calibration_reprojection_px"] <= 20.0
-    assert d["swap_rate"] > 0.003 and d["outlier_rate"] > 0.01
+    # the preset's realised difficulty on this take (measured: 10.0 px, 0.70, 7.4 %, 6.9 / 3.7 cm, 3.5 px,
+    # 2.8 % swaps, 2.6 % outliers): each bound within ~1.5x, so an easier or harder preset fails
+    assert 7.0 <= d["median_2d_error_px"] <= 14.0
+    assert 0.55 <= d["lag1_autocorrelation"] <= 0.85
+    assert 0.05 <= d["share_over_50px"] <= 0.11
+    assert 0.05 <= d["landmark_offset_hips_m"] <= 0.10 and 0.025 <= d["landmark_offset_shoulders_m"] <= 0.055
+    assert 2.4 <= d["calibration_reprojection_px"] <= 5.2
+    assert 0.018 <= d["swap_rate"] <= 0.04 and 0.018 <= d["outlier_rate"] <= 0.04
 
 
 def test_ground_truth_datasets(realistic_root):

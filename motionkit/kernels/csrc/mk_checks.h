@@ -233,3 +233,19 @@ inline KnotSizes check_knot_inputs(const at::Tensor& values, bool backward, cons
 }
 
 }  // namespace mk
+
+// Registers one backend's implementations (functions named <operator>_<backend>) for every operator of
+// ops_schema.cpp, so that the CPU and CUDA libraries list the same operators in the same order.
+#define MK_IMPLEMENT_OPERATORS(m, backend)                                   \
+  m.impl("body_joints", &body_joints_##backend);                           \
+  m.impl("body_joints_backward", &body_joints_backward_##backend);         \
+  m.impl("rot6d_to_rotvec", &rot6d_to_rotvec_##backend);                   \
+  m.impl("rot6d_to_rotvec_backward", &rot6d_to_rotvec_backward_##backend); \
+  m.impl("robust_reprojection", &robust_reprojection_##backend);           \
+  m.impl("robust_reprojection_backward", &robust_reprojection_backward_##backend); \
+  m.impl("prior_terms", &prior_terms_##backend);                           \
+  m.impl("prior_terms_backward", &prior_terms_backward_##backend);         \
+  m.impl("adam_step_", &adam_step_##backend);                              \
+  m.impl("knot_sequence", &knot_sequence_##backend);                       \
+  m.impl("knot_sequence_backward", &knot_sequence_backward_##backend)
+

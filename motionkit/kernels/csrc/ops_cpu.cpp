@@ -278,16 +278,4 @@ at::Tensor knot_sequence_backward_cpu(const at::Tensor& grad, const at::Tensor& 
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(motionkit, CPU, m) {
-  m.impl("body_joints", &body_joints_cpu);
-  m.impl("body_joints_backward", &body_joints_backward_cpu);
-  m.impl("rot6d_to_rotvec", &rot6d_to_rotvec_cpu);
-  m.impl("rot6d_to_rotvec_backward", &rot6d_to_rotvec_backward_cpu);
-  m.impl("robust_reprojection", &robust_reprojection_cpu);
-  m.impl("robust_reprojection_backward", &robust_reprojection_backward_cpu);
-  m.impl("prior_terms", &prior_terms_cpu);
-  m.impl("adam_step_", &adam_step_cpu);
-  m.impl("prior_terms_backward", &prior_terms_backward_cpu);
-  m.impl("knot_sequence", &knot_sequence_cpu);
-  m.impl("knot_sequence_backward", &knot_sequence_backward_cpu);
-}
+TORCH_LIBRARY_IMPL(motionkit, CPU, m) { MK_IMPLEMENT_OPERATORS(m, cpu); }

@@ -322,16 +322,4 @@ at::Tensor knot_sequence_backward_cuda(const at::Tensor& grad, const at::Tensor&
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(motionkit, CUDA, m) {
-  m.impl("body_joints", &body_joints_cuda);
-  m.impl("body_joints_backward", &body_joints_backward_cuda);
-  m.impl("rot6d_to_rotvec", &rot6d_to_rotvec_cuda);
-  m.impl("rot6d_to_rotvec_backward", &rot6d_to_rotvec_backward_cuda);
-  m.impl("robust_reprojection", &robust_reprojection_cuda);
-  m.impl("robust_reprojection_backward", &robust_reprojection_backward_cuda);
-  m.impl("prior_terms", &prior_terms_cuda);
-  m.impl("adam_step_", &adam_step_cuda);
-  m.impl("prior_terms_backward", &prior_terms_backward_cuda);
-  m.impl("knot_sequence", &knot_sequence_cuda);
-  m.impl("knot_sequence_backward", &knot_sequence_backward_cuda);
-}
+TORCH_LIBRARY_IMPL(motionkit, CUDA, m) { MK_IMPLEMENT_OPERATORS(m, cuda); }

@@ -1,0 +1,58 @@
+"""The fit's objective terms (torch reference): joint limits and the robust reprojection."""
+
+import numpy as np
+import pytest
+import roma
+import torch
+
+from motionkit.body.fitting import (
+    JOINT_LIMITS,
+)
+from motionkit.body.model import BodyModel
+from motionkit.body.objective import limit_loss, robust_reprojection
+from motionkit.conventions import SMPLX_JOINT_NAMES
+from motionkit.geometry.fisheye import kb3_project_np
+from motionkit.geometry.robust import gmof
+
+J = {n: i for i, n in enumerate(SMPLX_JOINT_NAMES)}
+
+
+def test_joint_limit_signs_bend_the_right_way():
+    bm = BodyModel(dtype=torch.float64, vertex_keypoints=())
+    zero = torch.zeros(21, 3, dtype=torch.float64)
+
+    def joints(j, axis, angle):
+        p = zero.clone()
+        p[j - 1, axis] = angle
+        return bm(torch.zeros(10, dtype=torch.float64), torch.zeros(3, dtype=torch.float64), p).numpy()
+
+    rest = joints(4, 0, 0.0)
+    # allowed knee rotation (positive about x) moves the ankle backward (-z): a natural knee bend
+    assert joints(J["left_knee"], 0, 1.0)[J["left_ankle"], 2] < rest[J["left_ankle"], 2] - 0.2
+    # allowed left elbow rotation (negative about y) brings the wrist forward (+z)
+    assert joints(J["left_elbow"], 1, -1.0)[J["left_wrist"], 2] > rest[J["left_wrist"], 2] + 0.15
+    assert joints(J["right_elbow"], 1, 1.0)[J["right_wrist"], 2] > rest[J["right_wrist"], 2] + 0.15
+    rv = torch.zeros(1, 21, 3)
+    assert float(limit_loss(rv)) == 0.0
+    for j, axis, lo, _hi in JOINT_LIMITS:
+        bad = torch.zeros(1, 21, 3)
+        bad[0, j - 1, axis] = -0.5 if np.isfinite(lo) else 0.5
+        assert float(limit_loss(bad)) > 0
+
+
+def test_robust_reprojection_is_zero_on_exact_projections_and_robust():
+    rng = np.random.default_rng(0)
+    params = np.array([[1700.0, 1700, 1920, 1080, 0.03, 0.05, -0.05, 0.02]] * 2)
+    R = np.stack([np.eye(3), roma.rotvec_to_rotmat(torch.tensor([0.0, 0.3, 0.0])).numpy()])
+    t = np.array([[0.0, 0, 4.0], [0.5, 0, 4.0]])
+    X = rng.normal(0, 0.3, (5, 17, 3))
+    obs = np.stack([kb3_project_np(X @ R[v].T + t[v], params[v]) for v in range(2)], axis=1)
+    w = np.ones(obs.shape[:-1])
+    T = lambda a: torch.as_tensor(a, dtype=torch.float64)  # noqa: E731
+    loss0 = robust_reprojection(T(X), T(R), T(t), T(params), None, T(obs), T(w), 100.0)
+    assert float(loss0) < 1e-12
+    obs2 = obs.copy()
+    obs2[0, 0, 0] += 1e5  # a wild outlier costs at most its weight
+    loss1 = robust_reprojection(T(X), T(R), T(t), T(params), None, T(obs2), T(w), 100.0)
+    assert 0 < float(loss1) <= 1.0 / w.size + 1e-9
+    assert float(gmof(torch.tensor(100.0**2), 100.0)) == pytest.approx(0.5)
