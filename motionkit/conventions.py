@@ -40,7 +40,7 @@ COCO17_FLIP = np.arange(17)
 for _a, _b in COCO17_LR_PAIRS:
     COCO17_FLIP[_a], COCO17_FLIP[_b] = _b, _a
 COCO17_FACE = (0, 1, 2, 3, 4)
-# limbs used for drawing and for bone-length shape initialisation
+# limbs used for drawing; the first 12 (arms, legs, shoulders, hips, sides) for the shape initialisation
 COCO17_LIMBS: tuple[tuple[int, int], ...] = (
     (5, 7), (7, 9), (6, 8), (8, 10), (11, 13), (13, 15), (12, 14), (14, 16),
     (5, 6), (11, 12), (5, 11), (6, 12), (0, 1), (0, 2), (1, 3), (2, 4),
@@ -83,9 +83,23 @@ SMPLX_VERTEX_KEYPOINTS: tuple[tuple[str, int], ...] = (
 )  # fmt: skip
 SMPLX_NUM_VERTICES = 10475
 SMPLX_NUM_OUTPUT_JOINTS = SMPLX_NUM_JOINTS + len(SMPLX_VERTEX_KEYPOINTS)  # 76
+# output rows of the foot vertex keypoints (toes and heels) in a full smplx output
+SMPLX_FOOT_KEYPOINTS = tuple(
+    SMPLX_NUM_JOINTS + i for i, (n, _) in enumerate(SMPLX_VERTEX_KEYPOINTS) if n.endswith(("toe", "heel"))
+)
 
 # SMPL-X output index of each COCO-17 joint, in COCO order
 SMPLX_TO_COCO17 = np.array([55, 57, 56, 59, 58, 16, 17, 18, 19, 20, 21, 1, 2, 4, 5, 7, 8])
+# the limbs as chains of SMPL-X joints from the body outward (legs, then arms), each with the COCO-17
+# keypoints at those joints: what the pose initialisation swings into place
+SMPLX_LIMB_CHAINS: tuple[tuple[int, int, int], ...] = tuple(
+    tuple(SMPLX_JOINT_NAMES.index(f"{side}_{j}") for j in joints)
+    for joints in (("hip", "knee", "ankle"), ("shoulder", "elbow", "wrist"))
+    for side in ("left", "right")
+)
+COCO17_LIMB_CHAINS: tuple[tuple[int, int, int], ...] = tuple(
+    tuple(int(np.flatnonzero(SMPLX_TO_COCO17 == j)[0]) for j in chain) for chain in SMPLX_LIMB_CHAINS
+)
 # Parent SMPL-X joint whose frame carries each COCO joint's convention offset (docs/pipeline.md, "evaluate")
 COCO17_OFFSET_PARENT = np.array([15, 15, 15, 15, 15, 13, 14, 16, 17, 18, 19, 0, 0, 1, 2, 4, 5])
 # torso joints used for the closed-form global alignment: SMPL-X (1, 2, 16, 17) <-> COCO (11, 12, 5, 6)

@@ -46,48 +46,56 @@ class BatchConfig:
     slurm_folder: str | None = None
 
 
+def _task_config(fit_config: dict) -> PipelineConfig:
+    """The task's ``PipelineConfig``, after setting torch's threads to the task's ``_threads`` (if any)."""
+    fit_config = dict(fit_config)
+    threads = int(fit_config.pop("_threads", 0) or 0)
+    if threads:
+        torch.set_num_threads(threads)
+    return PipelineConfig.from_dict(fit_config)
+
+
+def _record(take_uid: str, base: dict, t0: float, error: BaseException | None = None, **extra) -> dict:
+    """A manifest record: ``done``, or ``failed`` with the error (a ``DataError`` as its message, anything
+    else with its type and a short traceback)."""
+    rec = {"take": take_uid, **base, **extra}
+    if error is None:
+        rec.update(status="done", error="")
+    elif isinstance(error, DataError):
+        rec.update(status="failed", error=str(error))
+    else:
+        rec.update(status="failed", error=f"{type(error).__name__}: {error}")
+        if error.__traceback__ is not None:
+            rec["traceback"] = "".join(traceback.format_exception(error, limit=5))
+    rec["duration_s"] = round(time.time() - t0, 3)
+    return rec
+
+
+def _base(attempt: int) -> dict:
+    return {"attempt": attempt, "host": socket.gethostname(), "pid": os.getpid()}
+
+
 def fit_task(root: str, take_uid: str, out_dir: str, fit_config: dict, attempt: int = 1) -> dict:
     """Run one take; never raises: returns the manifest record (status ``done`` or ``failed``)."""
     t0 = time.time()
-    rec = {"take": take_uid, "attempt": attempt, "host": socket.gethostname(), "pid": os.getpid()}
     try:
-        threads = int(fit_config.pop("_threads", 0) or 0)
-        if threads:
-            torch.set_num_threads(threads)
-        run_take(root, take_uid, out_dir, PipelineConfig.from_dict(fit_config), progress=False)
-        rec.update(status="done", error="")
-    except DataError as exc:
-        rec.update(status="failed", error=str(exc))
+        run_take(root, take_uid, out_dir, _task_config(fit_config), progress=False)
     except Exception as exc:  # noqa: BLE001 - a crashing take must not stop the others
-        rec.update(status="failed", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=5))
-    rec["duration_s"] = round(time.time() - t0, 3)
-    return rec
+        return _record(take_uid, _base(attempt), t0, exc)
+    return _record(take_uid, _base(attempt), t0)
 
 
 def fit_group_task(root: str, take_uids: list[str], out_dir: str, fit_config: dict, attempt: int = 1) -> list[dict]:
     """Run several takes with one batched fit; never raises: one manifest record per take."""
     t0 = time.time()
-    base = {"attempt": attempt, "host": socket.gethostname(), "pid": os.getpid()}
     try:
-        threads = int(fit_config.pop("_threads", 0) or 0)
-        if threads:
-            torch.set_num_threads(threads)
-        results = run_takes(root, take_uids, out_dir, PipelineConfig.from_dict(fit_config), plot=True)
+        results = run_takes(root, take_uids, out_dir, _task_config(fit_config), plot=True)
     except Exception as exc:  # noqa: BLE001 - the whole group failed (e.g. out of GPU memory)
-        err = f"{type(exc).__name__}: {exc}"
-        return [{"take": u, **base, "status": "failed", "error": err, "duration_s": round(time.time() - t0, 3),
-                 "group": take_uids} for u in take_uids]  # fmt: skip
-    recs = []
-    for uid, res in zip(take_uids, results, strict=True):
-        rec = {"take": uid, **base, "group": take_uids, "duration_s": round(time.time() - t0, 3)}
-        if isinstance(res, Exception):
-            rec.update(
-                status="failed", error=str(res) if isinstance(res, DataError) else f"{type(res).__name__}: {res}"
-            )
-        else:
-            rec.update(status="done", error="")
-        recs.append(rec)
-    return recs
+        results = [exc] * len(take_uids)
+    return [
+        _record(uid, _base(attempt), t0, res if isinstance(res, BaseException) else None, group=take_uids)
+        for uid, res in zip(take_uids, results, strict=True)
+    ]
 
 
 def _call(job: tuple) -> list[dict]:

@@ -226,12 +226,15 @@ class ProblemBatch:
     w1: torch.Tensor
     fps: torch.Tensor
     coco: torch.Tensor
-    w0: torch.Tensor = field(init=False)  # 1 - w1 and the problem index (P, 1): made once, not per iteration
+    # made once, not per iteration: 1 - w1, the problem index (P, 1), a zero term (P, 1)
+    w0: torch.Tensor = field(init=False)
     problem: torch.Tensor = field(init=False)
+    zero_term: torch.Tensor = field(init=False)
 
     def __post_init__(self) -> None:
         self.w0 = 1 - self.w1
         self.problem = torch.arange(self.kp.shape[0], device=self.kp.device)[:, None]
+        self.zero_term = self.kp.new_zeros(self.kp.shape[0], 1)
 
     @property
     def P(self) -> int:
@@ -403,7 +406,7 @@ def stage_terms(ops: ModuleType, body: BodyModel, batch: ProblemBatch, v: FitVar
         if stage >= 2:
             terms.append((v.landmarks**2).sum((1, 2))[:, None] / cfg.landmark_sigma_m**2)
         else:
-            terms.append(J.new_zeros(batch.P, 1))
+            terms.append(batch.zero_term)
     return torch.cat(terms, 1)
 
 

@@ -9,7 +9,15 @@ import torch
 from scipy.ndimage import gaussian_filter1d
 
 from motionkit.body.model import BodyModel
-from motionkit.conventions import COCO17_LIMBS, SMPLX_PARENTS, SMPLX_TO_COCO17, TORSO_COCO17, TORSO_SMPLX
+from motionkit.conventions import (
+    COCO17_LIMB_CHAINS,
+    COCO17_LIMBS,
+    SMPLX_LIMB_CHAINS,
+    SMPLX_PARENTS,
+    SMPLX_TO_COCO17,
+    TORSO_COCO17,
+    TORSO_SMPLX,
+)
 from motionkit.geometry.interpolation import fill_gaps_bracket, lerp, slerp_rotmat
 from motionkit.geometry.procrustes import procrustes
 
@@ -122,12 +130,7 @@ def init_pose(body: BodyModel, betas: np.ndarray, tri: np.ndarray) -> tuple[np.n
     transl = t + np.einsum("mij,j->mi", R, Jr[0]) - Jr[0]
     pose = np.tile(np.eye(3), (M, 21, 1, 1))
     G = {0: R}
-    for s_chain, c_chain in (
-        ((1, 4, 7), (11, 13, 15)),
-        ((2, 5, 8), (12, 14, 16)),
-        ((16, 18, 20), (5, 7, 9)),
-        ((17, 19, 21), (6, 8, 10)),
-    ):
+    for s_chain, c_chain in zip(SMPLX_LIMB_CHAINS, COCO17_LIMB_CHAINS, strict=True):
         for k in range(2):
             j, child = s_chain[k], s_chain[k + 1]
             parent = SMPLX_PARENTS[j]

@@ -545,18 +545,23 @@ class Take:
     def capture_dir(self) -> Path:
         return self.dataset.root / self.info.capture_root_dir
 
+    def _trajectory_file(self, name: str) -> Path:
+        """``trajectory/<name>``: the take's copy (trimmed to the take), else the capture's."""
+        take_copy = self.take_dir / "trajectory" / name
+        cap_copy = self.capture_dir / "trajectory" / name
+        for p in (take_copy, cap_copy):
+            if p.is_file():
+                return p
+        missing = f"{name} not found (nor the capture copy {cap_copy})"
+        if not (self.take_dir / "trajectory").is_dir():
+            raise DataError(self.take_dir / "trajectory", f"trajectory folder missing for this take: {missing}")
+        raise DataError(take_copy, missing)
+
     # -- cameras ---------------------------------------------------------------------------------
     @functools.cached_property
     def calibration_path(self) -> Path:
-        take_copy = self.take_dir / "trajectory" / "gopro_calibs.csv"
-        cap_copy = self.capture_dir / "trajectory" / "gopro_calibs.csv"
-        if take_copy.is_file():
-            return take_copy
-        if cap_copy.is_file():
-            return cap_copy
-        if not (self.take_dir / "trajectory").is_dir():
-            raise DataError(self.take_dir / "trajectory", "trajectory folder missing for this take")
-        raise DataError(take_copy, "gopro_calibs.csv not found (nor the capture copy)")
+        """The take's ``gopro_calibs.csv``, else the capture's."""
+        return self._trajectory_file("gopro_calibs.csv")
 
     @functools.cached_property
     def camera_status(self) -> dict[str, str]:
@@ -588,12 +593,7 @@ class Take:
     @functools.cached_property
     def trajectory_path(self) -> Path:
         """The take's trimmed ``closed_loop_trajectory.csv``, else the capture's."""
-        take_copy = self.take_dir / "trajectory" / "closed_loop_trajectory.csv"
-        cap_copy = self.capture_dir / "trajectory" / "closed_loop_trajectory.csv"
-        for p in (take_copy, cap_copy):
-            if p.is_file():
-                return p
-        raise DataError(take_copy, f"closed_loop_trajectory.csv not found (nor the capture copy {cap_copy})")
+        return self._trajectory_file("closed_loop_trajectory.csv")
 
     @functools.cached_property
     def trajectory(self) -> AriaTrajectory:

@@ -32,6 +32,7 @@ import numpy as np
 
 from motionkit.common.errors import DataError
 from motionkit.common.files import atomic_path
+from motionkit.data.h5files import open_motionkit_h5
 
 FORMAT = "motionkit-observations"
 VERSION = 1
@@ -114,21 +115,14 @@ def write_observations(path: str | os.PathLike, obs: Observations, **attrs) -> P
 
 def read_observations(path: str | os.PathLike) -> Observations:
     path = Path(path)
-    if not path.is_file():
-        raise DataError(path, "observation cache not found")
-    try:
-        with h5py.File(path, "r") as f:
-            if f.attrs.get("format") != FORMAT:
-                raise DataError(path, f"not a motionkit observation cache (format={f.attrs.get('format')!r})")
-            missing = [k for k in COLUMNS if k not in f]
-            if missing:
-                raise DataError(path, f"missing datasets {missing}")
-            names = json.loads(f.attrs["camera_names"])
-            cols = {k: f[k][()] for k in COLUMNS}
-            attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in f.attrs.items()}
-            processed = f["frames_processed"][()] if "frames_processed" in f else np.unique(cols["frame_index"])
-    except OSError as exc:
-        raise DataError(path, f"cannot read HDF5: {exc}") from exc
+    with open_motionkit_h5(path, FORMAT, "observation cache") as f:
+        missing = [k for k in COLUMNS if k not in f]
+        if missing:
+            raise DataError(path, f"missing datasets {missing}")
+        names = json.loads(f.attrs["camera_names"])
+        cols = {k: f[k][()] for k in COLUMNS}
+        attrs = {k: (v.item() if hasattr(v, "item") else v) for k, v in f.attrs.items()}
+        processed = f["frames_processed"][()] if "frames_processed" in f else np.unique(cols["frame_index"])
     try:
         return Observations(names, *(cols[k] for k in COLUMNS), processed, attrs)
     except ValueError as exc:

@@ -40,6 +40,7 @@ import numpy as np
 from motionkit import __version__
 from motionkit.common.errors import DataError
 from motionkit.common.files import atomic_path
+from motionkit.data.h5files import open_motionkit_h5
 
 FORMAT = "motionkit-result"
 SCHEMA_VERSION = 1
@@ -156,29 +157,21 @@ def write_result(path: str | os.PathLike, result: TakeResult) -> Path:
 
 def read_result(path: str | os.PathLike) -> TakeResult:
     """Read a result file written by ``write_result``."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(path, "result file not found")
-    try:
-        with h5py.File(path, "r") as f:
-            if f.attrs.get("format") != FORMAT:
-                raise DataError(path, f"not a motionkit result file (format={f.attrs.get('format')!r})")
-            res = TakeResult(attrs={k: (v.item() if isinstance(v, np.generic) else v) for k, v in f.attrs.items()})
+    with open_motionkit_h5(Path(path), FORMAT, "result file") as f:
+        res = TakeResult(attrs={k: (v.item() if isinstance(v, np.generic) else v) for k, v in f.attrs.items()})
 
-            def visit(name, obj):
-                if isinstance(obj, h5py.Dataset):
-                    data = obj[()]
-                    if obj.dtype.kind == "O" or h5py.check_string_dtype(obj.dtype):
-                        data = np.asarray(obj.asstr()[()], dtype=object)
-                    res.arrays[name] = data
-                elif isinstance(obj, h5py.Group) and len(obj.attrs):
-                    res.group_attrs[name] = {
-                        k: (v.item() if isinstance(v, np.generic) else v) for k, v in obj.attrs.items()
-                    }
+        def visit(name, obj):
+            if isinstance(obj, h5py.Dataset):
+                data = obj[()]
+                if obj.dtype.kind == "O" or h5py.check_string_dtype(obj.dtype):
+                    data = np.asarray(obj.asstr()[()], dtype=object)
+                res.arrays[name] = data
+            elif isinstance(obj, h5py.Group) and len(obj.attrs):
+                res.group_attrs[name] = {
+                    k: (v.item() if isinstance(v, np.generic) else v) for k, v in obj.attrs.items()
+                }
 
-            f.visititems(visit)
-    except OSError as exc:
-        raise DataError(path, f"cannot read HDF5: {exc}") from exc
+        f.visititems(visit)
     return res
 
 

@@ -15,12 +15,12 @@ import torch
 from scipy.ndimage import gaussian_filter1d
 
 from motionkit.body.model import BodyModel
-from motionkit.conventions import R_YUP_TO_ZUP, SMPLX_JOINT_NAMES
+from motionkit.conventions import R_YUP_TO_ZUP, SMPLX_FOOT_KEYPOINTS, SMPLX_JOINT_NAMES
 from motionkit.geometry.rotations import axis_rotation, matrix_to_rotvec
 
 CONTROL_HZ = 120.0  # a multiple of 30 so that every take frame is a control sample
 J = {n: i for i, n in enumerate(SMPLX_JOINT_NAMES)}
-FOOT_POINTS = (J["left_ankle"], J["right_ankle"], 55 + 5, 55 + 6, 55 + 7, 55 + 8, 55 + 9, 55 + 10)
+FOOT_POINTS = (J["left_ankle"], J["right_ankle"], *SMPLX_FOOT_KEYPOINTS)
 
 
 @dataclass
