@@ -555,10 +555,10 @@ def unpack(ops: ModuleType, body: BodyModel, batch: ProblemBatch, v: FitVariable
 FIT_JOINT_LANDMARKS = tuple(int(j) for j in SMPLX_TO_COCO17[5:])
 
 
-def fit_body_model(path=None) -> BodyModel:
+def fit_body_model(path=None, dtype: torch.dtype = torch.float32) -> BodyModel:
     """The body model the fit uses: SMPL-X joints, the face vertex keypoints and a landmark attached to
     each COCO limb joint (``FIT_JOINT_LANDMARKS``), whose offsets each take learns."""
-    return BodyModel.load(path, vertex_keypoints=FACE_KEYPOINTS, joint_landmarks=FIT_JOINT_LANDMARKS)
+    return BodyModel.load(path, vertex_keypoints=FACE_KEYPOINTS, joint_landmarks=FIT_JOINT_LANDMARKS, dtype=dtype)
 
 
 def coco_rows(body: BodyModel) -> np.ndarray:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import numpy as np
 from motionkit.body.synthetic_model import generate_synthetic_smplx
 from motionkit.common.errors import DataError
 from motionkit.common.home import motionkit_home
+from motionkit.common.safe_pickle import load_npz, load_pickle
 from motionkit.conventions import SMPLX_NUM_JOINTS, SMPLX_PARENTS, SMPLX_VERTEX_KEYPOINTS
 
 REQUIRED_KEYS = (
@@ -111,12 +111,9 @@ def load_model_file(path: str | os.PathLike | None = None, gender: str = "neutra
     """Load and validate an SMPL-X model (npz or pkl). See ``resolve_model_path`` for ``path``."""
     p = resolve_model_path(path, gender)
     try:
-        if p.suffix == ".pkl":
-            with open(p, "rb") as fh:
-                data = dict(pickle.load(fh, encoding="latin1"))
-        else:
-            with np.load(p, allow_pickle=True) as z:
-                data = {k: z[k] for k in z.files}
+        data = dict(load_pickle(p)) if p.suffix == ".pkl" else load_npz(p)
+    except DataError:
+        raise
     except Exception as exc:  # noqa: BLE001 - any unreadable file is a data error
         raise DataError(p, f"cannot read body model: {exc}") from exc
     missing = [k for k in REQUIRED_KEYS if k not in data]

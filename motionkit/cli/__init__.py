@@ -1,4 +1,4 @@
-"""``motionkit`` command line: one module per command group (``data``, ``fit``, ``motion``, ``eval``), each
+"""``motionkit`` command line: one module per command group (``data``, ``fit``, ``motion``, ``eval``, ``export``), each
 command parsing its options, calling the library and printing; errors in the data become one clean
 line (``common.clean_errors``). Commands are imported when used (``common.LazyGroup``)."""
 
@@ -18,6 +18,7 @@ COMMANDS = {
     "codes": ("motionkit.cli.motion:codes", "Spatial-code events of fitted takes, or HumanMoveVQA tracks."),
     "features": ("motionkit.cli.motion:features", "HumanML3D 263-d features of fitted takes."),
     "eval": ("motionkit.cli.eval:eval_cmd", "Score fits against the manual 3D body annotations."),
+    "export": ("motionkit.cli.export:export", "Export fitted takes (SMPL-X in the AMASS layout)."),
     "plot-association": ("motionkit.cli.eval:plot_association_cmd", "Draw one frame's detections and wearer."),
 }
 

@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import tempfile
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -43,8 +44,14 @@ def write_json_atomic(path: str | os.PathLike, obj: Any, indent: int | None = No
 
 
 def save_npz_atomic(path: str | os.PathLike, arrays: dict[str, Any]) -> Path:
-    """Write ``arrays`` with ``np.savez_compressed`` atomically; returns ``path``."""
+    """Write ``arrays`` as a compressed ``.npz`` (what ``np.savez_compressed`` writes, read by ``np.load``)
+    atomically and deterministically: the same arrays give the same bytes (no time stamps, sorted
+    members); returns ``path``."""
     path = Path(path)
-    with atomic_path(path, suffix=".npz") as tmp, open(tmp, "wb") as fh:
-        np.savez_compressed(fh, **arrays)
+    with atomic_path(path, suffix=".npz") as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name in sorted(arrays):
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            with zf.open(info, "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(arrays[name]), allow_pickle=False)
     return path
