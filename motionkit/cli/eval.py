@@ -10,8 +10,9 @@ import click
 from motionkit.cli.common import clean_errors
 from motionkit.data.observations import read_observations
 from motionkit.data.store import read_result
+from motionkit.eval.compare import Method, compare, read_segments
 from motionkit.eval.protocol import EvalConfig, load_offsets, save_offsets
-from motionkit.eval.report import write_report
+from motionkit.eval.report import compare_markdown, write_compare_report, write_report
 from motionkit.eval.run import evaluate
 from motionkit.viz import plot_association
 
@@ -26,9 +27,36 @@ from motionkit.viz import plot_association
 @click.option(
     "--fits",
     "fits_dir",
-    required=True,
+    default=None,
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="Folder of <take_uid>.h5 result files.",
+    help="Folder of motionkit's <take_uid>.h5 result files (reported as 'motionkit').",
+)
+@click.option(
+    "--compare",
+    "compares",
+    multiple=True,
+    metavar="NAME=FORMAT:PATH",
+    help="Another refit to score side by side (repeatable); FORMAT: motionkit, ee4d-motion, egoexo4d-hm, "
+    "coco17-json (PATH: the file), smplx-npz. Writes the SOMA tables 9 and 10, figure 37 and the official "
+    "Ego-Exo4D body-pose protocol (docs/eval.md).",
+)
+@click.option(
+    "--segments",
+    "segments_file",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="With --compare: segments (CSV or JSON of take_uid, start_s, end_s) for figure 37 (default: 3.2-s windows).",
+)
+@click.option(
+    "--no-intersect",
+    is_flag=True,
+    help="With --compare: score each method on all of its own takes instead of the takes all methods share.",
+)
+@click.option(
+    "--body-model",
+    default=None,
+    help="With --compare: the SMPL-X file for SMPL-X sources (default: $MOTIONKIT_BODY_MODEL, else the synthetic "
+    "body).",
 )
 @click.option("--split", default="val", show_default=True, help="Split to score.")
 @click.option(
@@ -75,6 +103,10 @@ from motionkit.viz import plot_association
 def eval_cmd(
     root,
     fits_dir,
+    compares,
+    segments_file,
+    no_intersect,
+    body_model,
     split,
     offsets_from,
     offsets_file,
@@ -87,6 +119,20 @@ def eval_cmd(
     """Score fits against the manual 3D body annotations (PA-MPJPE, take-averaged, uncorrected and with
     the per-joint convention offsets fitted on another split) and report coverage."""
     cfg = EvalConfig(min_views_gt=min_views_gt, offset_frame=offset_frame)
+    if compares:
+        methods = ([Method("motionkit", "motionkit", fits_dir)] if fits_dir else []) + [
+            Method.parse(c) for c in compares
+        ]
+        segments = read_segments(segments_file) if segments_file else None
+        report = compare(root, methods, split=split, offsets_from=None if offsets_from == "none" else offsets_from,
+                         cfg=cfg, body_model=body_model, intersect=not no_intersect, segments=segments)  # fmt: skip
+        paths = write_compare_report(report, out_dir or fits_dir or Path(compares[0].partition(":")[2]).parent)
+        click.echo(json.dumps(report) if as_json else compare_markdown(report))
+        if not as_json:
+            click.echo(f"wrote {paths['json']}, {paths['md']}, {paths['png']}")
+        return
+    if fits_dir is None:
+        raise click.UsageError("give --fits (motionkit's result files) and/or --compare NAME=FORMAT:PATH")
     offsets = None
     if offsets_file is not None:
         offsets, frame = load_offsets(offsets_file)

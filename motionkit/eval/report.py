@@ -110,3 +110,74 @@ def write_report(report: dict, out_dir: str | Path) -> dict[str, Path]:
     write_text_atomic(out_dir / "eval.md", markdown(report))
     pngs = plots(report, out_dir)
     return {"json": out_dir / "eval.json", "md": out_dir / "eval.md", "png": pngs}
+
+
+def compare_markdown(report: dict) -> str:
+    """``eval.md`` of a comparison (``eval.compare``): the intersection, Table 9, Table 10 and the official
+    protocol, one table each."""
+    t9, t10, off = report["table9"], report["table10"], report["official"]
+    names = list(report["methods"])
+    lines = ["# Refits side by side", ""]
+    for split, c in report["takes"].items():
+        per = ", ".join(f"{n} {c[n]}" for n in names)
+        how = "scored on those" if report["protocol"]["intersect"] else "each scored on its own"
+        lines.append(f"- {split}: {c['annotated']} annotated takes; {per}; in common: {c['intersection']} ({how}).")
+    scored = {s: min(report["methods"][n][s]["n_takes_scored"] for n in names) for s in t9["columns"]}
+    lines += ["", "Takes that pass the per-frame filters (every method): "
+              + ", ".join(f"{s} {n}" for s, n in scored.items()) + ".", ""]  # fmt: skip
+    lines += ["## Table 9: PA-MPJPE (mm), take-averaged", "",
+              "| method | " + " | ".join(f"{s} uncorrected | {s} corrected" for s in t9["columns"]) + " |",
+              "|---|" + "---:|" * (2 * len(t9["columns"]))]  # fmt: skip
+    for n, row in t9["rows"].items():
+        lines.append(f"| {n} | " + " | ".join(f"{_fmt(row[s]['uncorrected'])} | {_fmt(row[s]['corrected'])}"
+                                              for s in t9["columns"]) + " |")  # fmt: skip
+    if "delta" in t9:
+        d = t9["delta"]
+        lines.append(f"| {d['of']} - {d['minus']} | " + " | ".join(
+            f"{_fmt(d[s]['uncorrected'])} | {_fmt(d[s]['corrected'])}" for s in t9["columns"]) + " |")  # fmt: skip
+    lines += ["", "Corrected: per-joint offsets estimated on each method's own train fits, in frames built from its "
+              "own skeleton (the same rule for every method).", "", "## Table 10: coverage", "",
+              "| split | method | native rate | takes | video time |", "|---|---|---:|---:|---:|"]  # fmt: skip
+    for s, per in t10.items():
+        for n, c in per.items():
+            lines.append(f"| {s} | {n} | {_fmt(c['native_fps'], 0)} fps | {_fmt(100 * c['takes'])} % | "
+                         f"{_fmt(100 * c['video_time'])} % |")  # fmt: skip
+    lines += ["", "## Official Ego-Exo4D body-pose protocol (no alignment, world frame)", "",
+              "| split | method | MPJPE (cm) | MPJVE (m/s) | joint observations | not predicted |",
+              "|---|---|---:|---:|---:|---:|"]  # fmt: skip
+    for n, per in off.items():
+        for s, r in per.items():
+            lines.append(f"| {s} | {n} | {_fmt(r['mpjpe_cm'], 2)} | {_fmt(r['mpjve'], 2)} | "
+                         f"{r['n_joint_observations']} | {r['overall']['n_not_predicted']} |")  # fmt: skip
+    lines += ["", f"Mapping to COCO-17: {report['protocol']['mapping']}.", ""]
+    return "\n".join(lines)
+
+
+def figure37(report: dict, path: Path) -> Path:
+    """Share of segments with at least x of their 20 fps points covered, native and interpolated."""
+    f37 = report["figure37"]
+    x = 100 * np.asarray(f37["thresholds"])
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    for ax, mode in zip(axes, ("native", "interpolated"), strict=True):
+        for name in report["methods"]:
+            y = f37[name][mode]
+            if y and y[0] is not None:
+                ax.plot(x, 100 * np.asarray(y, dtype=float), marker=".", label=name)
+        ax.set_title(f"{mode} ({f37['segments']}, {f37['segment_fps']:g} fps)")
+        ax.set_xlabel("frames covered in the segment (%, at least)")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("segments (%)")
+    axes[0].legend()
+    return save_figure(fig, path)
+
+
+def write_compare_report(report: dict, out_dir: str | Path) -> dict[str, Path]:
+    """``eval.json``, ``eval.md`` and ``eval_figure37.png`` of a comparison, written atomically."""
+    out_dir = Path(out_dir)
+    write_json_atomic(out_dir / "eval.json", report, indent=1)
+    write_text_atomic(out_dir / "eval.md", compare_markdown(report))
+    return {
+        "json": out_dir / "eval.json",
+        "md": out_dir / "eval.md",
+        "png": figure37(report, out_dir / "eval_figure37.png"),
+    }
