@@ -92,9 +92,16 @@ from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
     type=click.FloatRange(min=0.05, max=1.0),
     help="Size of the full videos relative to the calibration resolution (1.0 = 4K, as the release).",
 )
-@clean_errors()
+@click.option(
+    "--releases",
+    default="",
+    help="Comma-separated other methods' releases to write from the truth, each with a known perturbation, under "
+    "<root>/releases/<format>/: ee4d-motion, egoexo4d-hm, coco17-json, smplx-npz (docs/synthetic.md).",
+)
+@clean_errors(ValueError)
 def synth(
-    root, takes, seed, duration, preset, bystanders, cameras, vertical_camera, nan_timesync, body_model,
+    root,
+    releases, takes, seed, duration, preset, bystanders, cameras, vertical_camera, nan_timesync, body_model,
     annotation_offset, videos, video_scale,
 ) -> None:  # fmt: skip
     """Write synthetic takes in the exact Ego-Exo4D layout, with ground truth in gt/ and simulated
@@ -112,6 +119,7 @@ def synth(
         annotation_offset=None if annotation_offset is None else json.loads(annotation_offset.read_text()),
         videos=videos,
         video_scale=video_scale,
+        releases=tuple(r.strip() for r in releases.split(",") if r.strip()),
     )
     uids = write_synthetic_dataset(root, cfg, progress=True)
     click.echo(f"wrote {len(uids)} synthetic take(s) to {root} (preset {preset})")

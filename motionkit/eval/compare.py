@@ -27,7 +27,7 @@ import numpy as np
 from motionkit.common.errors import DataError
 from motionkit.conventions import TAKE_FPS
 from motionkit.data.egoexo4d import EgoExoDataset
-from motionkit.data.releases import FORMATS, SampledJoints, read_release
+from motionkit.data.releases import FORMATS, SampledJoints, read_release, release_entries
 from motionkit.eval.protocol import (
     EvalConfig,
     FitSamples,
@@ -230,7 +230,14 @@ def compare(
                     samples[m.name][t.uid] = got
         if not samples[m.name]:
             raise DataError(m.path, f"{m.name} ({m.fmt}): no take of the annotated {'/'.join(splits)} takes")
-    counts, chosen = {}, {}
+    known = {x for info in ds.takes() for x in (info.take_uid, info.take_name)}
+    unmatched = {m.name: [e for e in release_entries(m.fmt, m.path) if e not in known] for m in methods}
+    for name, entries in unmatched.items():
+        if entries:
+            what = f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}"
+            warnings.warn(f"{name}: {what} match no take of {ds.root / 'takes.json'} and are skipped: "
+                          f"{', '.join(entries[:5])}", stacklevel=2)  # fmt: skip
+    counts, chosen = {"unmatched": unmatched}, {}
     for s in splits:
         have = [t for t in takes[s] if all(t.uid in samples[m.name] for m in methods)]
         if intersect and takes[s] and not have:

@@ -119,6 +119,8 @@ def compare_markdown(report: dict) -> str:
     names = list(report["methods"])
     lines = ["# Refits side by side", ""]
     for split, c in report["takes"].items():
+        if split == "unmatched":
+            continue
         per = ", ".join(f"{n} {c[n]}" for n in names)
         how = "scored on those" if report["protocol"]["intersect"] else "each scored on its own"
         lines.append(f"- {split}: {c['annotated']} annotated takes; {per}; in common: {c['intersection']} ({how}).")

@@ -122,6 +122,10 @@ def test_skeleton_frames_are_rotations_that_follow_the_body():
 
 
 def test_disjoint_methods_and_bad_compare_arguments_fail_clearly(default_root, releases, tmp_path):
+    (releases / "hm" / "not_a_take").mkdir(exist_ok=True)  # a folder for a take the dataset does not have
+    with pytest.warns(UserWarning, match="hm: 1 entry match no take"):
+        rep = compare(default_root, [Method("hm", "egoexo4d-hm", releases / "hm")], offsets_from=None)
+    assert rep["takes"]["unmatched"] == {"hm": ["not_a_take"]}
     (tmp_path / "empty").mkdir()
     with pytest.raises(DataError, match="no take of the annotated"):
         compare(

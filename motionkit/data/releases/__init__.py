@@ -19,7 +19,21 @@ FORMATS = ("motionkit", "ee4d-motion", "egoexo4d-hm", "coco17-json", "smplx-npz"
 _FOLDER_READERS = {"motionkit": motionkit_fits, "ee4d-motion": ee4d_motion, "egoexo4d-hm": egoexo4d_hm,
                    "smplx-npz": smplx_npz}  # fmt: skip
 
-__all__ = ["FORMATS", "SampledJoints", "read_release", "take_folder"]
+__all__ = ["FORMATS", "SampledJoints", "read_release", "release_entries", "take_folder"]
+
+
+def release_entries(fmt: str, path: Path) -> list[str]:
+    """The take names or uids a release holds (its folders, files or JSON keys), to tell the ones that
+    match no take of the dataset."""
+    path = Path(path)
+    if fmt == "coco17-json":
+        return sorted(coco17_json.read_file(path))
+    if not path.is_dir():
+        return []
+    if fmt in ("ee4d-motion", "egoexo4d-hm"):
+        return sorted(p.name for p in path.iterdir() if p.is_dir())
+    suffix = ".h5" if fmt == "motionkit" else ".npz"
+    return sorted(p.stem for p in path.glob(f"*{suffix}") if not p.name.startswith("."))
 
 
 def read_release(fmt: str, path: Path, take_uid: str, take_name: str, body_model: str | None = None,
