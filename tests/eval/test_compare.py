@@ -131,6 +131,18 @@ def test_disjoint_methods_and_bad_compare_arguments_fail_clearly(default_root, r
         compare(
             default_root, [Method("a", "motionkit", releases / "fits"), Method("b", "egoexo4d-hm", tmp_path / "empty")]
         )
+    ds = EgoExoDataset(default_root)
+    (val,) = ds.takes("val")
+    (train,) = ds.takes("train")
+    (tmp_path / "only_val").mkdir()
+    (tmp_path / "only_train").mkdir()
+    (tmp_path / "only_val" / f"{val.take_uid}.h5").write_bytes((releases / "fits" / f"{val.take_uid}.h5").read_bytes())
+    (tmp_path / "only_train" / f"{train.take_uid}.h5").write_bytes(
+        (releases / "fits" / f"{train.take_uid}.h5").read_bytes()
+    )
+    with pytest.raises(DataError, match="share no annotated val take"):
+        compare(default_root, [Method("a", "motionkit", tmp_path / "only_val"),
+                               Method("b", "motionkit", tmp_path / "only_train")])  # fmt: skip
     with pytest.raises(ValueError, match="NAME=FORMAT:PATH"):
         Method.parse("ee4d-motion")
     with pytest.raises(ValueError, match="unknown format 'bvh'"):

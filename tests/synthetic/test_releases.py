@@ -68,6 +68,23 @@ def test_the_comparison_equals_direct_computations_from_the_files(dataset):
             assert rep["table10"][split][fmt]["video_time"] == pytest.approx(covered / total, abs=1e-12), fmt
 
 
+def test_figure37_equals_a_direct_count_of_covered_segment_points(dataset):
+    rep = compare(dataset, [Method("ee4d", "ee4d-motion", _path(dataset, "ee4d-motion"))], split="val",
+                  offsets_from=None)  # fmt: skip
+    shares = []
+    for info in EgoExoDataset(dataset).takes("val"):
+        sj = read_release("ee4d-motion", _path(dataset, "ee4d-motion"), info.take_uid, info.take_name)
+        t = sj.time_s[sj.valid]
+        dur = info.n_frames / 30.0
+        for a in np.arange(0, dur - 1e-9, 3.2):
+            pts = a + np.arange(int(np.floor((min(a + 3.2, dur) - a) * 20 + 1e-9))) / 20
+            near = np.abs(t[None, :] - pts[:, None]).min(1) <= 1 / 40 + 1e-9  # a valid sample within half a period
+            shares.append(near.mean())
+    want = [float(np.mean(np.array(shares) >= x - 1e-9)) for x in rep["figure37"]["thresholds"]]
+    assert rep["figure37"]["ee4d"]["native"] == want
+    assert want[-1] < 1.0 < 1 + want[0]  # the 2-s hole leaves segments partly covered
+
+
 def test_an_exported_fit_scores_as_the_fit_itself(dataset, tmp_path):
     out = CliRunner().invoke(main, ["export", str(dataset / "fits"), "--format", "smplx-npz", "--out", str(tmp_path)])
     assert out.exit_code == 0, out.output
