@@ -12,6 +12,7 @@ from tqdm import tqdm
 from motionkit.cli.common import clean_errors, iters_option
 from motionkit.common.device import resolve_device
 from motionkit.data.egoexo4d import EgoExoDataset
+from motionkit.detect.rfdetr_backend import checkpoints_report
 from motionkit.distributed import BatchConfig, run_batch
 from motionkit.kernels.loader import environment_report
 from motionkit.pipeline import STAGES, run_take
@@ -56,8 +57,13 @@ FIT_OPTIONS = [
     _fit_option("detector", "--detector", type=click.Choice(["auto", "observations", "annotation", "rfdetr"]),
                 help="Detections from the dataset's observation cache, annotation2D, or RF-DETR on the videos."),
     _fit_option("detector_variant", "--detector-variant", type=click.Choice(["nano", "small", "medium", "large"])),
-    _fit_option("detector_weights", "--detector-weights", help="Local RF-DETR checkpoint (never downloaded)."),
-    _fit_option("keypoint_weights", "--keypoint-weights", help="Local RFDETRKeypointPreview checkpoint."),
+    _fit_option("detector_weights", "--detector-weights",
+                help="Local RF-DETR checkpoint (default: rfdetr's published one for the variant, in its cache)."),
+    _fit_option("keypoint_weights", "--keypoint-weights",
+                help="Local RFDETRKeypointPreview checkpoint (default: rfdetr's published one in its cache)."),
+    _fit_option("allow_download", "--allow-download",
+                help="Let rfdetr download its published checkpoints into its cache ($RF_HOME) when missing (needs "
+                     "internet: a login node; compute nodes often have none)."),
     _fit_option("downscaled_video", "--downscaled-video",
                 help="RF-DETR reads frame_aligned_videos/downscaled/448/ (the release's 448p copies; ~20x fewer "
                      "pixels to decode and move than 4K) instead of the full videos."),
@@ -318,9 +324,10 @@ def batch(root, out_dir, takes_file, split, all_takes, executor, workers, cpus_p
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def doctor(build_cuda, as_json) -> None:
-    """Where fits run here: torch/CUDA/GPU details, and the fused operators of motionkit/kernels/csrc/ (builds them on
-    first use; says why they are unavailable and the torch path is used)."""
-    rep = environment_report(build_cuda)
+    """Where fits run here: torch/CUDA/GPU details, the fused operators of motionkit/kernels/csrc/ (builds them on
+    first use; says why they are unavailable and the torch path is used), and the RF-DETR checkpoints found
+    in rfdetr's cache."""
+    rep = {**environment_report(build_cuda), "detector_checkpoints": checkpoints_report()}
     if as_json:
         click.echo(json.dumps(rep))
         return
@@ -336,3 +343,11 @@ def doctor(build_cuda, as_json) -> None:
                f"(cache {rep['kernels_dir']})")  # fmt: skip
     if k["error"]:
         click.echo(f"why not: {k['error']} -> those fits use the torch reference path")
+    ck = rep["detector_checkpoints"]
+    if ck["rfdetr"] is None:
+        click.echo("RF-DETR: rfdetr not installed (pip install 'motionkit[detect]')")
+    else:
+        click.echo(f"RF-DETR {ck['rfdetr']} checkpoints, looked in {ck['cache']} ($RF_HOME):")
+        for kind, c in ck["checkpoints"].items():
+            state = "found" if c["found"] else "missing (--allow-download fetches it)"
+            click.echo(f"  {kind:<9} {c['file']}: {state}")

@@ -1,12 +1,17 @@
 """RF-DETR person detection and COCO-17 keypoints (optional dependency ``motionkit[detect]``).
 
-motionkit never downloads weights: a checkpoint is an existing local file, given explicitly or
-found under the standard cache directory (``$RF_HOME``, ``$ROBOFLOW_HOME`` or ``~/.roboflow/models``).
-``allow_random_init`` builds the real model classes without weights, for plumbing tests only.
+A checkpoint is a local file, given explicitly or found in rfdetr's model cache (``$RF_HOME``,
+``$ROBOFLOW_HOME`` or ``~/.roboflow/models``) under the name the installed rfdetr publishes for that model
+(its model configuration's ``pretrain_weights``, not a table kept here). Nothing is downloaded unless
+``allow_download`` (``--allow-download``, for login nodes with internet): then rfdetr fetches its
+published checkpoint into its cache. Every detector records its checkpoint's file name and SHA-256
+(``checkpoint``). ``allow_random_init`` builds the real model classes without weights, for plumbing tests.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,32 +23,88 @@ from motionkit.common.errors import DataError
 from motionkit.geometry.boxes import box_iou
 
 VARIANTS = {"nano": "RFDETRNano", "small": "RFDETRSmall", "medium": "RFDETRMedium", "large": "RFDETRLarge"}
-DEFAULT_FILES = {
-    "nano": "rf-detr-nano.pth",
-    "small": "rf-detr-small.pth",
-    "medium": "rf-detr-medium.pth",
-    "large": "rf-detr-large.pth",
-    "keypoints": "rf-detr-keypoint-preview.pth",
-}
+MODEL_CLASSES = {**VARIANTS, "keypoints": "RFDETRKeypointPreview"}  # checkpoint kind -> rfdetr model class
+OPTION_OF_KIND = {"keypoints": "--keypoint-weights"}  # the CLI option that names a checkpoint of that kind
 COCO_PERSON = 1  # raw COCO category id used by COCO checkpoints
 
 
 def cache_dir() -> Path:
+    """rfdetr's model cache: where it downloads checkpoints to and looks for them."""
     return Path(os.environ.get("RF_HOME") or os.environ.get("ROBOFLOW_HOME") or "~/.roboflow/models").expanduser()
 
 
-def resolve_weights(weights: str | os.PathLike | None, kind: str) -> Path:
-    """An existing checkpoint path (absolute), or a clear error: never a download."""
-    p = Path(weights).expanduser() if weights else cache_dir() / DEFAULT_FILES[kind]
+def published_checkpoint(kind: str) -> str:
+    """The checkpoint file name the installed rfdetr publishes for ``kind`` (a variant or ``keypoints``):
+    the default ``pretrain_weights`` of that model's configuration."""
+    import rfdetr
+
+    if kind not in MODEL_CLASSES:
+        raise ValueError(f"unknown RF-DETR checkpoint kind {kind!r}; choose from {', '.join(MODEL_CLASSES)}")
+    cls = getattr(rfdetr, MODEL_CLASSES[kind])
+    return str(cls.get_model_config(object.__new__(cls)).pretrain_weights)  # the model's default configuration
+
+
+def checkpoint_identity(path: Path) -> dict:
+    """``{"file": name, "sha256": hex}`` of a checkpoint, the provenance every detection records."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return {"file": path.name, "sha256": h.hexdigest()}
+
+
+def resolve_weights(weights: str | os.PathLike | None, kind: str, allow_download: bool = False) -> Path:
+    """An existing checkpoint path (absolute): ``weights`` as given (a path, or a file name in the cache),
+    else rfdetr's published checkpoint for ``kind`` in its cache; with ``allow_download``, rfdetr fetches a
+    published checkpoint that is missing. Otherwise a clear error that names both ways out."""
+    name = published_checkpoint(kind) if not weights else None
+    p = Path(weights).expanduser() if weights else cache_dir() / name
     if not p.is_absolute() and not p.exists():
         p = cache_dir() / p
+    published = p.name in _published_names()
+    if not p.is_file() and allow_download and published:
+        from rfdetr.assets.model_weights import download_pretrain_weights
+
+        cache_dir().mkdir(parents=True, exist_ok=True)
+        cwd = os.getcwd()
+        try:  # rfdetr downloads to the path it is given, relative to the working directory
+            os.chdir(cache_dir())
+            download_pretrain_weights(p.name)
+        finally:
+            os.chdir(cwd)
     if not p.is_file():
-        raise DataError(
-            p,
-            f"RF-DETR {kind} checkpoint not found; download it yourself and pass --detector-weights "
-            f"(motionkit never downloads weights)",
-        )
+        option = OPTION_OF_KIND.get(kind, "--detector-weights")
+        if published:
+            fetch = (f"or --allow-download to let rfdetr fetch its published {p.name} into its cache (needs "
+                     "internet; compute nodes often have none: download on a login node)")  # fmt: skip
+        else:
+            fetch = f"({p.name} is not one of rfdetr's published checkpoints, so --allow-download cannot fetch it)"
+        raise DataError(p, f"RF-DETR {kind} checkpoint not found (looked in {cache_dir()}, rfdetr's cache: $RF_HOME). "
+                           f"Either pass {option} with a local checkpoint, {fetch}.")  # fmt: skip
     return p.resolve()
+
+
+def _published_names() -> set[str]:
+    try:
+        from rfdetr.assets.model_weights import ModelWeights
+
+        return set(ModelWeights.list_models())
+    except (ImportError, AttributeError):  # an rfdetr without the registry: its own download decides
+        return {published_checkpoint(k) for k in MODEL_CLASSES}
+
+
+def checkpoints_report() -> dict:
+    """For ``motionkit doctor``: rfdetr's cache, and per checkpoint kind the published file name and
+    whether it is there."""
+    try:
+        names = {k: published_checkpoint(k) for k in MODEL_CLASSES}
+    except ImportError:
+        return {"rfdetr": None, "cache": str(cache_dir()), "checkpoints": {}}
+    return {
+        "rfdetr": importlib.metadata.version("rfdetr"),
+        "cache": str(cache_dir()),
+        "checkpoints": {k: {"file": n, "found": (cache_dir() / n).is_file()} for k, n in names.items()},
+    }
 
 
 PRECISIONS = ("auto", "float32", "float16", "bfloat16")
@@ -81,6 +142,7 @@ class RFDETRDetector:
     device: str = "cpu"
     batch_size: int = 4
     allow_random_init: bool = False
+    allow_download: bool = False
     person_class: int = COCO_PERSON
     pixel_offset: float = 0.0  # added to outputs to map the model's pixel convention to integer centres
     precision: str = "auto"  # "auto": float16 on CUDA, float32 elsewhere
@@ -88,9 +150,11 @@ class RFDETRDetector:
     def __post_init__(self) -> None:
         if self.variant not in VARIANTS:
             raise ValueError(f"unknown RF-DETR variant {self.variant!r}; choose from {', '.join(VARIANTS)}")
-        w = None if self.allow_random_init and self.weights is None else resolve_weights(self.weights, self.variant)
+        w = None if self.allow_random_init and self.weights is None else (
+            resolve_weights(self.weights, self.variant, self.allow_download))  # fmt: skip
         self.model = _model(VARIANTS[self.variant], w, self.device, self.precision)
         self.identity = f"rfdetr-{self.variant}:{w.name if w else 'random-init'}"
+        self.checkpoint = checkpoint_identity(w) if w else {"file": "random-init", "sha256": ""}
 
     def detect(self, frames: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
         """``frames``: RGB uint8 ``(H, W, 3)``. Returns per frame ``(boxes (N, 4), scores (N,))``."""
@@ -117,6 +181,7 @@ class RFDETRKeypoints:
     threshold: float = 0.3
     device: str = "cpu"
     allow_random_init: bool = False
+    allow_download: bool = False
     min_iou: float = 0.3
     pixel_offset: float = 0.0
     input_size: int = 576  # the keypoint model's input resolution
@@ -124,9 +189,11 @@ class RFDETRKeypoints:
     precision: str = "auto"  # "auto": float16 on CUDA, float32 elsewhere
 
     def __post_init__(self) -> None:
-        w = None if self.allow_random_init and self.weights is None else resolve_weights(self.weights, "keypoints")
-        self.model = _model("RFDETRKeypointPreview", w, self.device, self.precision)
+        w = None if self.allow_random_init and self.weights is None else (
+            resolve_weights(self.weights, "keypoints", self.allow_download))  # fmt: skip
+        self.model = _model(MODEL_CLASSES["keypoints"], w, self.device, self.precision)
         self.identity = f"rfdetr-keypoints:{w.name if w else 'random-init'}"
+        self.checkpoint = checkpoint_identity(w) if w else {"file": "random-init", "sha256": ""}
 
     def estimate_crops(self, crops: list[np.ndarray], boxes: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per crop ``(keypoints (17, 2), conf (17,))`` in crop pixels of the person in ``boxes[c]``."""

@@ -35,6 +35,7 @@ def detect_videos(
     variant: str = "nano",
     detector_weights: str | None = None,
     keypoint_weights: str | None = None,
+    allow_download: bool = False,
     threshold: float = 0.5,
     downscaled: bool = False,
     device: str = "cpu",
@@ -48,16 +49,17 @@ def detect_videos(
 
     ``head_world (M, 3)``: the Aria head (world, NaN where unknown) that orders the candidates.
     ``detector`` / ``keypoint_model``: any objects with the ``motionkit.detect.topdown`` interfaces
-    (default: RF-DETR ``variant`` and RFDETRKeypointPreview from local checkpoints). The observations'
-    ``attrs`` hold ``frame_status`` (JSON ``(V, M)`` codes of ``frames.FRAME_STATUS``) and
+    (default: RF-DETR ``variant`` and RFDETRKeypointPreview from local checkpoints, or fetched by rfdetr with
+    ``allow_download``). The observations' ``attrs`` hold ``checkpoints`` (JSON: each model's checkpoint
+    file and SHA-256), ``frame_status`` (JSON ``(V, M)`` codes of ``frames.FRAME_STATUS``) and
     ``video_errors`` (JSON camera -> reason). The models see ``frames_per_batch`` take frames of every
     usable camera at once.
     """
     frames = np.asarray(frames, dtype=np.int64)
     if detector is None:
-        detector = RFDETRDetector(variant, detector_weights, threshold, device)
+        detector = RFDETRDetector(variant, detector_weights, threshold, device, allow_download=allow_download)
     if keypoint_model is None:
-        keypoint_model = RFDETRKeypoints(keypoint_weights, device=device)
+        keypoint_model = RFDETRKeypoints(keypoint_weights, device=device, allow_download=allow_download)
     ident = [getattr(detector, "identity", type(detector).__name__), getattr(keypoint_model, "identity",
              type(keypoint_model).__name__)]  # fmt: skip
     key = json.dumps([*ident, threshold, downscaled, max_per_frame, frames.tolist()])
@@ -114,6 +116,12 @@ def detect_videos(
     attrs = {
         "detector": ident[0],
         "keypoint_model": ident[1],
+        "checkpoints": json.dumps(
+            {
+                "detector": getattr(detector, "checkpoint", None),
+                "keypoints": getattr(keypoint_model, "checkpoint", None),
+            }
+        ),  # fmt: skip
         "run_key": key,
         "frame_status": json.dumps(status.tolist()),
         "video_errors": json.dumps(errors),

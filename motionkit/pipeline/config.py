@@ -21,7 +21,14 @@ KERNEL_MODES = KERNEL_CHOICES
 # leaves (dotted paths) that decide where and how the run computes, not what: left out of the config
 # hash, so that a result fitted on a GPU is reused on a CPU and the other way round. The fit's own
 # device and kernels come from the top-level ones (``prepare_fit``).
-EXECUTION_OPTIONS = ("device", "kernels", "body_fit.device", "body_fit.kernels", "body_fit.cuda_graphs")
+EXECUTION_OPTIONS = (
+    "device",
+    "kernels",
+    "allow_download",
+    "body_fit.device",
+    "body_fit.kernels",
+    "body_fit.cuda_graphs",
+)
 # keyword shortcuts of the constructor (and of the CLI's options) for leaves inside the sub-configs
 SHORTCUTS = {
     "fit_iters": "body_fit.iters",
@@ -60,6 +67,7 @@ class PipelineConfig:
     detector_variant: str = "nano"
     detector_weights: str | None = None
     keypoint_weights: str | None = None
+    allow_download: bool = False  # let rfdetr fetch its published checkpoints (an execution option)
     detector_threshold: float = 0.5
     downscaled_video: bool = False
     association: str = "soma"  # soma | cylinder | soma+cylinder (the cylinder rule where SOMA finds nobody)

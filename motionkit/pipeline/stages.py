@@ -151,6 +151,7 @@ def stage_detect(ctx: StageContext) -> None:
             variant=cfg.detector_variant,
             detector_weights=cfg.detector_weights,
             keypoint_weights=cfg.keypoint_weights,
+            allow_download=cfg.allow_download,
             threshold=cfg.detector_threshold,
             downscaled=cfg.downscaled_video,
             device=str(resolve_device(cfg.device)),
@@ -169,6 +170,8 @@ def stage_detect(ctx: StageContext) -> None:
     if "frame_status" in obs.attrs:  # decoded from videos: a status per frame and camera, and video errors
         arrays["frame_status"] = np.asarray(json.loads(obs.attrs["frame_status"]), np.int8).T
         extra = {"frame_status_codes": json.dumps(FRAME_STATUS), "video_errors": obs.attrs.get("video_errors", "{}")}
+    if "checkpoints" in obs.attrs:  # the models' checkpoint files and SHA-256
+        extra["checkpoints"] = obs.attrs["checkpoints"]
     ctx.result.put("detections", arrays, source=src, path=str(path), camera_names=json.dumps(rig.names), **extra)
     ctx.info["detect"] = f"{src}: {int(count.sum())} person detections on {len(frames)} frames x {len(rig)} cameras"
     if "frame_status" in arrays:

@@ -1,4 +1,8 @@
-"""RF-DETR plumbing on real model objects built without downloaded weights (random initialisation)."""
+"""RF-DETR plumbing on real model objects built without downloaded weights (random initialisation), and
+finding checkpoints as rfdetr publishes them."""
+
+import hashlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -49,7 +53,7 @@ def test_rejects_non_rgb_frames(detector):
 
 def test_missing_checkpoint_is_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setenv("RF_HOME", str(tmp_path))
-    with pytest.raises(DataError, match="never downloads"):
+    with pytest.raises(DataError, match="not one of rfdetr's published checkpoints"):
         resolve_weights(str(tmp_path / "missing.pth"), "nano")
     with pytest.raises(DataError, match="rf-detr-nano.pth"):
         RFDETRDetector("nano")
@@ -88,3 +92,48 @@ def test_precision_is_checked_and_applied():
     import torch
 
     assert det.model._optimized_dtype == torch.bfloat16 and len(out.xyxy) > 0
+
+
+def test_published_checkpoint_names_come_from_rfdetr_and_are_found_in_its_cache(tmp_path, monkeypatch):
+    """A user who let rfdetr fetch its weights has them under rfdetr's published names in its cache."""
+    import rfdetr
+
+    from motionkit.detect.rfdetr_backend import checkpoint_identity, checkpoints_report, published_checkpoint
+
+    monkeypatch.setenv("RF_HOME", str(tmp_path))
+    kp = published_checkpoint("keypoints")
+    assert (
+        kp
+        == rfdetr.RFDETRKeypointPreview.get_model_config(object.__new__(rfdetr.RFDETRKeypointPreview)).pretrain_weights
+    )
+    assert kp == "rf-detr-keypoint-preview-xlarge.pth"  # rfdetr 1.11's published keypoint checkpoint
+    (tmp_path / kp).write_bytes(b"weights")
+    (tmp_path / published_checkpoint("nano")).write_bytes(b"nano")
+    assert resolve_weights(None, "keypoints") == (tmp_path / kp).resolve()
+    assert resolve_weights(None, "nano").name == "rf-detr-nano.pth"
+    assert checkpoint_identity(tmp_path / kp) == {"file": kp, "sha256": hashlib.sha256(b"weights").hexdigest()}
+    rep = checkpoints_report()
+    assert rep["cache"] == str(tmp_path) and rep["checkpoints"]["keypoints"] == {"file": kp, "found": True}
+    assert rep["checkpoints"]["small"]["found"] is False
+
+
+def test_without_weights_the_error_names_both_ways_out_and_allow_download_fetches(tmp_path, monkeypatch):
+    import rfdetr.assets.model_weights as mw
+
+    from motionkit.detect.rfdetr_backend import published_checkpoint
+
+    monkeypatch.setenv("RF_HOME", str(tmp_path))
+    with pytest.raises(DataError, match=r"--keypoint-weights with a local checkpoint, or --allow-download"):
+        resolve_weights(None, "keypoints")
+    with pytest.raises(DataError, match=r"--detector-weights .* --allow-download"):
+        resolve_weights(None, "small")
+    fetched = []
+
+    def fake_download(name, redownload=False, validate_md5=True):  # no network here: write what rfdetr would
+        fetched.append(name)
+        Path(name).write_bytes(b"downloaded")
+
+    monkeypatch.setattr(mw, "download_pretrain_weights", fake_download)
+    got = resolve_weights(None, "keypoints", allow_download=True)
+    assert fetched == [published_checkpoint("keypoints")] and got == (tmp_path / fetched[0]).resolve()
+    assert got.read_bytes() == b"downloaded"

@@ -232,6 +232,28 @@ inline KnotSizes check_knot_inputs(const at::Tensor& values, bool backward, cons
   return {values.size(0), N, C, M, weight.size(2), static_cast<int>(index.size(1))};
 }
 
+
+// The backward pass of body_joints: the incoming gradient (checked, contiguous) and the outputs, with the
+// betas and kp_delta gradients per frame (N rows; summed over the `per` frames sharing a row afterwards)
+struct BodyGrads {
+  at::Tensor grad, rot6d, betas, transl, kp_delta;
+  int64_t per;
+};
+
+inline BodyGrads body_backward_outputs(const at::Tensor& grad_out, const at::Tensor& rot6d, const at::Tensor& betas,
+                                       int64_t n_joints, int64_t n_landmarks) {
+  const int64_t N = rot6d.size(0);
+  auto g = grad_out.contiguous();
+  TORCH_CHECK(g.sizes() == at::IntArrayRef({N, n_joints + n_landmarks, 3}), "body_joints_backward: grad of shape ",
+              g.sizes());
+  return {g,
+          at::empty_like(rot6d),
+          at::empty({N, betas.size(1)}, rot6d.options()),
+          at::empty({N, 3}, rot6d.options()),
+          at::empty({N, n_landmarks, 3}, rot6d.options()),
+          N / betas.size(0)};
+}
+
 }  // namespace mk
 
 // Registers one backend's implementations (functions named <operator>_<backend>) for every operator of

@@ -161,13 +161,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> body_joints_backward_
                         kp_posedirs, kp_weights, parents);
   c10::cuda::CUDAGuard guard(rot6d.device());
   const int64_t N = rot6d.size(0);
-  auto g = grad_out.contiguous();
-  auto g6 = at::empty_like(rot6d);
-  auto gb = at::empty({N, betas.size(1)}, rot6d.options());  // per frame, summed over shared rows below
-  auto gt = at::empty({N, 3}, rot6d.options());
   const int64_t K = kp_template.size(0);
-  auto gd = at::empty({N, K, 3}, rot6d.options());  // per frame, summed over shared rows below
-  const int64_t per = N / betas.size(0);
+  const auto outs = mk::body_backward_outputs(grad_out, rot6d, betas, J_template.size(0), K);
+  const at::Tensor &g = outs.grad, &g6 = outs.rot6d, &gb = outs.betas, &gt = outs.transl, &gd = outs.kp_delta;
+  const int64_t per = outs.per;
   AT_DISPATCH_FLOATING_TYPES(rot6d.scalar_type(), "body_joints_backward_cuda", [&] {
     auto d = mk::body_data<scalar_t>(J_template, J_shapedirs, kp_template, kp_shapedirs, kp_posedirs, kp_weights,
                                      parents, rot6d.size(1));
