@@ -104,3 +104,15 @@ def test_every_command_loads_and_the_help_loads_none_of_them():
     probe += "print(sorted(m for m in ('torch', 'motionkit.pipeline', 'motionkit.cli.fit') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", out  # `motionkit --help` stays fast: nothing heavy is imported
+
+
+def test_warnings_reach_the_terminal_as_one_clean_line(synth_root, tmp_path):
+    """Take 1 of ``synth_root`` has a quality-0 camera: the warning names the calibration file, once, with
+    no echo of Python source."""
+    uid = EgoExoDataset(synth_root).takes()[1].take_uid
+    cmd = [sys.executable, "-m", "motionkit.cli", "fit", "--take", uid, "--root", str(synth_root), "--until", "load",
+           "--out", str(tmp_path), "--json"]  # fmt: skip
+    err = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
+    lines = [ln for ln in err.splitlines() if "quality != 1" in ln]
+    assert lines and all(ln.startswith("warning: ") and "gopro_calibs.csv" in ln for ln in lines), err
+    assert "self.func" not in err and "warnings.warn" not in err

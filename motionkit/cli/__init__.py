@@ -2,6 +2,8 @@
 command parsing its options, calling the library and printing; errors in the data become one clean
 line (``common.clean_errors``). Commands are imported when used (``common.LazyGroup``)."""
 
+import warnings
+
 import click
 
 from motionkit import __version__
@@ -38,6 +40,13 @@ def main() -> None:
     SMPL-X file given by --body-model or $MOTIONKIT_BODY_MODEL; without one, a procedurally
     generated synthetic body is used and every output says so.
     """
+    warnings.formatwarning = one_line_warning
+
+
+def one_line_warning(message, category, filename, lineno, line=None) -> str:
+    """Warnings on the terminal as one line (they name their file themselves), without Python's echo of the
+    source line that raised them."""
+    return f"warning: {message}\n"
 
 
 __all__ = ["COMMANDS", "main"]

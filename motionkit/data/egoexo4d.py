@@ -129,8 +129,14 @@ def _require_columns(path: Path, header: list[str], required) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ calibration
+INVALID_CALIBRATION = -2  # the quality given to a row whose pose or intrinsics are not usable numbers
+
+
 def read_gopro_calibs(path: str | os.PathLike) -> list[tuple[Camera, int]]:
-    """All rows of ``gopro_calibs.csv`` as ``(Camera, quality)`` (quality 1 good, 0 bad, -1 unknown)."""
+    """All rows of ``gopro_calibs.csv`` as ``(Camera, quality)`` (quality 1 good, 0 bad, -1 unknown). A row
+    whose pose or intrinsics are non-finite (or whose focal length is not positive, or whose quaternion is
+    not a rotation) gets quality ``INVALID_CALIBRATION``, an identity pose and the reason in
+    ``meta["invalid"]``: the camera is dropped with that reason, as a quality-0 one is."""
     path = Path(path)
     header = _csv_header(path)
     _require_columns(path, header, GOPRO_CALIB_COLUMNS)
@@ -153,21 +159,37 @@ def read_gopro_calibs(path: str | os.PathLike) -> list[tuple[Camera, int]]:
                 start, end = int(float(row["start_frame_idx"])), int(float(row["end_frame_idx"]))
             except ValueError as exc:
                 raise DataError(path, f"bad number: {exc}", line=lineno) from exc
-            _check_quats(path, q[None], first_line=lineno)
-            if not (np.isfinite(t).all() and np.isfinite(params).all()) or params[0] <= 0 or params[1] <= 0:
-                raise DataError(path, "non-finite pose or intrinsics, or non-positive focal length", line=lineno)
+            meta = {"start_frame_idx": start, "end_frame_idx": end, "graph_uid": row["graph_uid"]}
+            invalid = _invalid_calibration(path, t, q, params, lineno)
+            if invalid:
+                meta["invalid"] = invalid
+                quality = INVALID_CALIBRATION
+                t, q, params = np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]), np.array([1.0, 1.0, 0, 0, 0, 0, 0, 0])
             cam = Camera(
                 name=row["cam_uid"].strip(),
                 width=w,
                 height=h,
                 params=params,
                 T_world_cam=make_transform(quat_xyzw_to_matrix(q / np.linalg.norm(q)), t),
-                meta={"start_frame_idx": start, "end_frame_idx": end, "graph_uid": row["graph_uid"]},
+                meta=meta,
             )
             out.append((cam, quality))
     if not out:
         raise DataError(path, "no camera rows")
     return out
+
+
+def _invalid_calibration(path: Path, t: np.ndarray, q: np.ndarray, params: np.ndarray, lineno: int) -> str:
+    """Why a calibration row cannot be used (empty when it can)."""
+    try:
+        _check_quats(path, q[None], first_line=lineno)
+    except DataError as exc:
+        return f"line {lineno}: {exc.message}"
+    if not (np.isfinite(t).all() and np.isfinite(params).all()):
+        return f"line {lineno}: non-finite pose or intrinsics"
+    if params[0] <= 0 or params[1] <= 0:
+        return f"line {lineno}: non-positive focal length"
+    return ""
 
 
 # ------------------------------------------------------------------------------------------------ trajectory
@@ -565,18 +587,24 @@ class Take:
 
     @functools.cached_property
     def camera_status(self) -> dict[str, str]:
-        """camera -> ``OK`` or the reason it is not used (``CAM_NOT_CALIBRATED``)."""
+        """camera -> ``OK`` or the reason it is not used (``CAM_NOT_CALIBRATED``: quality != 1;
+        ``CAM_INVALID_CALIBRATION``: its row's pose or intrinsics are not usable numbers)."""
         rows = read_gopro_calibs(self.calibration_path)
-        return {cam.name: ("OK" if q == 1 else "CAM_NOT_CALIBRATED") for cam, q in rows}
+        reason = {1: "OK", INVALID_CALIBRATION: "CAM_INVALID_CALIBRATION"}
+        return {cam.name: reason.get(q, "CAM_NOT_CALIBRATED") for cam, q in rows}
 
     @functools.cached_property
     def rig(self) -> CameraRig:
         """Exo cameras with ``quality == 1`` (others are skipped with a warning), sorted by name."""
         rows = read_gopro_calibs(self.calibration_path)
         good = [c for c, q in rows if q == 1]
-        bad = [c.name for c, q in rows if q != 1]
+        bad = [c.name for c, q in rows if q not in (1, INVALID_CALIBRATION)]
+        invalid = [f"{c.name} ({c.meta['invalid']})" for c, q in rows if q == INVALID_CALIBRATION]
         if bad:
             warnings.warn(f"{self.calibration_path}: skipping cameras with quality != 1: {bad}", stacklevel=2)
+        if invalid:
+            warnings.warn(f"{self.calibration_path}: skipping cameras with an unusable calibration: "
+                          f"{'; '.join(invalid)}", stacklevel=2)  # fmt: skip
         if not good:
             raise DataError(self.calibration_path, "no camera with quality == 1")
         return CameraRig(sorted(good, key=lambda c: c.name))

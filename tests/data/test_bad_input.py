@@ -88,15 +88,28 @@ def test_truncated_calibration(take_copy):
         read_gopro_calibs(p)
 
 
-def test_calibration_nonunit_quaternion(take_copy):
+def test_a_camera_row_with_an_unusable_pose_is_dropped_with_its_reason(take_copy):
+    """One broken row no longer fails the whole take: the camera is dropped, as a quality-0 one is."""
     p = take_copy.take_dir / "trajectory" / "gopro_calibs.csv"
     lines = _lines(p)
+    header = lines[0].split(",")
     f = lines[1].split(",")
-    f[5:9] = ["0.9", "0.9", "0", "0"]
+    f[5:9] = ["0.9", "0.9", "0", "0"]  # a non-unit quaternion
     lines[1] = ",".join(f)
+    g = lines[2].split(",")
+    g[header.index("tx_world_cam")] = "nan"  # a non-finite position
+    lines[2] = ",".join(g)
     p.write_text("\n".join(lines) + "\n")
-    with pytest.raises(DataError, match="line 2: non-unit quaternion"):
-        read_gopro_calibs(p)
+    rows = read_gopro_calibs(p)
+    assert rows[0][1] == rows[1][1] == -2
+    assert "line 2: non-unit quaternion" in rows[0][0].meta["invalid"]
+    assert "line 3: non-finite pose" in rows[1][0].meta["invalid"]
+    bad = {rows[0][0].name, rows[1][0].name}
+    with pytest.warns(UserWarning, match="skipping cameras with an unusable calibration"):
+        rig = take_copy.rig
+    assert bad.isdisjoint(rig.names) and len(rig) >= 2
+    status = take_copy.camera_status
+    assert {n: status[n] for n in bad} == dict.fromkeys(bad, "CAM_INVALID_CALIBRATION")
 
 
 def test_calibration_missing_columns(take_copy):
