@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import resource
 import socket
 import time
 import traceback
@@ -24,8 +25,11 @@ from pathlib import Path
 
 import torch
 
+from motionkit.batch_report import write_batch_report
 from motionkit.common.errors import DataError
-from motionkit.pipeline import PipelineConfig, is_complete, run_take, run_takes
+from motionkit.common.files import write_json_atomic
+from motionkit.data.store import result_path
+from motionkit.pipeline import STAGES, PipelineConfig, TakeRun, reusable_result, run_take, run_takes
 
 EXECUTORS = ("local", "ray", "slurm")
 
@@ -55,19 +59,33 @@ def _task_config(fit_config: dict) -> PipelineConfig:
     return PipelineConfig.from_dict(fit_config)
 
 
+def _peak_memory_mb() -> float:
+    """This process's peak resident memory so far (MB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # kilobytes on Linux
+
+
+def _run_facts(run: TakeRun) -> dict:
+    """What the batch report reads from a take's run: seconds per stage, the fit's device, its coverage."""
+    r = run.result
+    cov = r["eval/coverage_video_time"] if "eval/coverage_video_time" in r.arrays else None
+    return {"stage_seconds": {k: round(v, 3) for k, v in run.timings.items()}, "device": r.attrs.get("fit_device"),
+            "coverage_video_time": None if cov is None else float(cov)}  # fmt: skip
+
+
 def _record(take_uid: str, base: dict, t0: float, error: BaseException | None = None, **extra) -> dict:
     """A manifest record: ``done``, or ``failed`` with the error (a ``DataError`` as its message, anything
-    else with its type and a short traceback)."""
+    else with its type and a short traceback) and a short ``reason``; the worker's peak memory."""
     rec = {"take": take_uid, **base, **extra}
     if error is None:
         rec.update(status="done", error="")
     elif isinstance(error, DataError):
-        rec.update(status="failed", error=str(error))
+        rec.update(status="failed", error=str(error), reason=f"DataError: {error.message.split(':')[0][:60]}")
     else:
-        rec.update(status="failed", error=f"{type(error).__name__}: {error}")
+        rec.update(status="failed", error=f"{type(error).__name__}: {error}", reason=type(error).__name__)
         if error.__traceback__ is not None:
             rec["traceback"] = "".join(traceback.format_exception(error, limit=5))
     rec["duration_s"] = round(time.time() - t0, 3)
+    rec["peak_memory_mb"] = round(_peak_memory_mb(), 1)
     return rec
 
 
@@ -79,10 +97,10 @@ def fit_task(root: str, take_uid: str, out_dir: str, fit_config: dict, attempt: 
     """Run one take; never raises: returns the manifest record (status ``done`` or ``failed``)."""
     t0 = time.time()
     try:
-        run_take(root, take_uid, out_dir, _task_config(fit_config), progress=False)
+        run = run_take(root, take_uid, out_dir, _task_config(fit_config), progress=False)
     except Exception as exc:  # noqa: BLE001 - a crashing take must not stop the others
         return _record(take_uid, _base(attempt), t0, exc)
-    return _record(take_uid, _base(attempt), t0)
+    return _record(take_uid, _base(attempt), t0, **_run_facts(run))
 
 
 def fit_group_task(root: str, take_uids: list[str], out_dir: str, fit_config: dict, attempt: int = 1) -> list[dict]:
@@ -93,9 +111,10 @@ def fit_group_task(root: str, take_uids: list[str], out_dir: str, fit_config: di
     except Exception as exc:  # noqa: BLE001 - the whole group failed (e.g. out of GPU memory)
         results = [exc] * len(take_uids)
     return [
-        _record(uid, _base(attempt), t0, res if isinstance(res, BaseException) else None, group=take_uids)
+        _record(uid, _base(attempt), t0, res, group=take_uids) if isinstance(res, BaseException)
+        else _record(uid, _base(attempt), t0, group=take_uids, **_run_facts(res))
         for uid, res in zip(take_uids, results, strict=True)
-    ]
+    ]  # fmt: skip
 
 
 def _call(job: tuple) -> list[dict]:
@@ -178,17 +197,32 @@ def _append_manifest(path: Path, rec: dict) -> None:
 
 def run_batch(root, out_dir, take_uids: list[str], fit_config: PipelineConfig, bc: BatchConfig,
               on_record: Callable[[dict], None] | None = None) -> dict:  # fmt: skip
-    """Fit ``take_uids`` with the chosen executor; returns the summary (done, skipped, failed)."""
+    """Fit ``take_uids`` with the chosen executor; returns the summary (done, skipped, failed). Failures
+    other than data errors (a killed worker, out of memory, a crash) are retried up to ``bc.retries``
+    times, their reasons kept in the manifest; ``batch_report.{json,md}`` is written at the end and on
+    interruption (``motionkit status`` shows it while the batch runs)."""
     if bc.executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {EXECUTORS}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest = out_dir / "manifest.jsonl"
+    write_json_atomic(out_dir / "batch.json", {"root": str(root), "takes": list(take_uids), "executor": bc.executor,
+                                               "started": time.strftime("%Y-%m-%dT%H:%M:%S")})  # fmt: skip
+    try:
+        return _run_batch(root, out_dir, manifest, take_uids, fit_config, bc, on_record)
+    finally:  # at the end and on interruption alike
+        write_batch_report(out_dir, root, list(take_uids))
+
+
+def _run_batch(root, out_dir: Path, manifest: Path, take_uids: list[str], fit_config: PipelineConfig, bc: BatchConfig,
+               on_record: Callable[[dict], None] | None) -> dict:  # fmt: skip
     summary = {"done": [], "skipped": [], "failed": {}}
     todo = []
     for uid in take_uids:
-        if not bc.force and is_complete(out_dir, uid, fit_config):
+        prev = None if bc.force else reusable_result(result_path(out_dir, uid), fit_config)
+        if prev is not None and prev.stages == list(STAGES):
             summary["skipped"].append(uid)
+            cov = prev["eval/coverage_video_time"] if "eval/coverage_video_time" in prev.arrays else None
             rec = {
                 "take": uid,
                 "status": "skipped",
@@ -196,6 +230,8 @@ def run_batch(root, out_dir, take_uids: list[str], fit_config: PipelineConfig, b
                 "attempt": 0,
                 "duration_s": 0.0,
                 "host": socket.gethostname(),
+                "coverage_video_time": None if cov is None else float(cov),
+                "device": prev.attrs.get("fit_device"),
             }
             _append_manifest(manifest, rec)
             if on_record:
@@ -229,7 +265,8 @@ def run_batch(root, out_dir, take_uids: list[str], fit_config: PipelineConfig, b
                 summary["failed"].pop(rec["take"], None)
             else:
                 summary["failed"][rec["take"]] = rec["error"]
-                failed_now.append(rec["take"])
+                if not str(rec.get("reason", "")).startswith("DataError"):  # a data error fails again
+                    failed_now.append(rec["take"])
         todo = failed_now
         attempt += 1
     summary["config"] = {"fit": asdict(fit_config), "batch": asdict(bc)}

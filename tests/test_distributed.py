@@ -9,7 +9,10 @@ import time
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
+from motionkit import distributed
+from motionkit.cli import main
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.store import read_result
 from motionkit.distributed import BatchConfig, run_batch
@@ -78,14 +81,43 @@ def test_batch_result_equals_single_take_fit(six_takes, tmp_path):
         np.testing.assert_allclose(batch[key], single[key], rtol=0, atol=1e-6, equal_nan=True)
 
 
-def test_retries_and_force(six_takes, tmp_path):
+def test_retries_and_force(six_takes, tmp_path, monkeypatch):
+    """A data error fails again, so it is not retried; a transient failure (out of memory, a killed
+    worker) is, with its reason kept; --force recomputes a complete take."""
     root, uids = six_takes
     out = tmp_path / "out"
     s = run_batch(root, out, [uids[2], uids[3]], FAST, BatchConfig(executor="local", workers=1, retries=1))
     recs = [r for r in _manifest(out) if r["take"] == uids[2]]
-    assert [r["attempt"] for r in recs] == [1, 2] and s["done"] == [uids[3]]
+    assert [r["attempt"] for r in recs] == [1] and recs[0]["reason"].startswith("DataError")
+    assert s["done"] == [uids[3]]
     s2 = run_batch(root, out, [uids[3]], FAST, BatchConfig(executor="local", workers=1, force=True))
     assert s2["done"] == [uids[3]] and s2["skipped"] == []
+    real = distributed._run_local
+
+    def out_of_memory_once(jobs, bc):  # the first attempt of every take dies of MemoryError
+        if jobs[0][4] == 1:
+            for j in jobs:
+                yield {
+                    "take": j[1],
+                    "attempt": 1,
+                    "status": "failed",
+                    "error": "MemoryError: ",
+                    "reason": "MemoryError",
+                }
+        else:
+            yield from real(jobs, bc)
+
+    monkeypatch.setattr(distributed, "_run_local", out_of_memory_once)
+    s3 = run_batch(root, tmp_path / "oom", [uids[4]], FAST, BatchConfig(executor="local", workers=1, retries=1))
+    recs = _manifest(tmp_path / "oom")
+    assert [(r["attempt"], r["status"]) for r in recs] == [(1, "failed"), (2, "done")] and s3["done"] == [uids[4]]
+    rep = json.loads((tmp_path / "oom" / "batch_report.json").read_text())
+    assert rep["outcomes"] == {"done": {"done": 1}} and rep["attempts"] == 2
+    assert set(rep["stage_seconds"]) >= {"load", "fit", "evaluate"} and rep["peak_memory_mb"]["max"] > 50
+    assert "## Outcomes" in (tmp_path / "oom" / "batch_report.md").read_text()
+    shown = CliRunner().invoke(main, ["status", str(tmp_path / "oom"), "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.output)["outcomes"] == rep["outcomes"]
 
 
 def test_killed_run_resumes_without_recomputing(six_takes, tmp_path):

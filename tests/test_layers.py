@@ -19,7 +19,7 @@ LAYERS = (
     ("viz",),
     ("eval",),
     ("pipeline",),
-    ("distributed",),
+    ("distributed", "batch_report"),
     ("cli", "__main__"),
 )
 LAYER_OF = {name: i for i, names in enumerate(LAYERS) for name in names}

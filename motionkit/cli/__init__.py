@@ -16,6 +16,7 @@ COMMANDS = {
     "takes": ("motionkit.cli.data:takes", "List the takes of a dataset."),
     "fit": ("motionkit.cli.fit:fit", "Fit one take, stage by stage, into <out>/<take_uid>.h5."),
     "batch": ("motionkit.cli.fit:batch", "Fit many takes on a process pool, Ray or Slurm."),
+    "status": ("motionkit.cli.fit:status", "What a batch has done so far: outcomes, seconds, memory, coverage."),
     "doctor": ("motionkit.cli.fit:doctor", "Where fits run here: torch, CUDA, GPUs, the fused operators."),
     "codes": ("motionkit.cli.motion:codes", "Spatial-code events of fitted takes, or HumanMoveVQA tracks."),
     "features": ("motionkit.cli.motion:features", "HumanML3D 263-d features of fitted takes."),

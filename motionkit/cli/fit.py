@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 from tqdm import tqdm
 
+from motionkit.batch_report import batch_report, report_markdown
 from motionkit.cli.common import clean_errors, iters_option
 from motionkit.common.device import resolve_device
 from motionkit.data.egoexo4d import EgoExoDataset
@@ -351,3 +352,18 @@ def doctor(build_cuda, as_json) -> None:
         for kind, c in ck["checkpoints"].items():
             state = "found" if c["found"] else "missing (--allow-download fetches it)"
             click.echo(f"  {kind:<9} {c['file']}: {state}")
+
+
+@click.command("status")
+@click.argument("out_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print batch_report.json's content instead of the tables.")
+@clean_errors()
+def status(out_dir, as_json) -> None:
+    """What a batch writing into OUT_DIR has done so far (or did): outcomes by reason, seconds per stage,
+    peak memory per worker, devices, coverage per split and scenario; read from its manifest, no lock."""
+    info_path = out_dir / "batch.json"
+    info = json.loads(info_path.read_text()) if info_path.is_file() else {}
+    if not (out_dir / "manifest.jsonl").is_file():
+        raise click.ClickException(f"{out_dir}: no manifest.jsonl (not a motionkit batch folder)")
+    rep = batch_report(out_dir, info.get("root"), info.get("takes"))
+    click.echo(json.dumps(rep) if as_json else report_markdown(rep))

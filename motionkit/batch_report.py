@@ -1,0 +1,145 @@
+"""What a batch did, from its manifest alone (``batch_report.{json,md}``, ``motionkit status OUT``).
+
+The driver appends one JSON line per attempt to ``<out>/manifest.jsonl``; this module reads it without a
+lock (a line being written is skipped) and reports, for the latest attempt of every take: outcomes by
+status and reason, seconds per take per stage (median and 95th percentile), peak memory per worker, the
+devices used, and the coverage of takes and of video time per split and scenario (the SOMA paper's
+Table 10 layout).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from motionkit.common.files import write_json_atomic, write_text_atomic
+from motionkit.data.egoexo4d import EgoExoDataset
+from motionkit.eval.compare import scenario_of
+
+REPORT_JSON, REPORT_MD, MANIFEST = "batch_report.json", "batch_report.md", "manifest.jsonl"
+
+
+def read_manifest(out_dir: str | Path) -> list[dict]:
+    """Every complete line of ``<out_dir>/manifest.jsonl`` (a line still being written is skipped)."""
+    path = Path(out_dir) / MANIFEST
+    if not path.is_file():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def _reason(rec: dict) -> str:
+    if rec.get("status") != "failed":
+        return rec.get("status", "unknown")
+    return rec.get("reason") or (rec.get("error") or "unknown").split(":")[0][:60]
+
+
+def batch_report(out_dir: str | Path, root: str | Path | None = None, expected: list[str] | None = None) -> dict:
+    """The report of the batch writing into ``out_dir`` (see the module docstring). ``root``: the dataset,
+    for splits and scenarios; ``expected``: the takes the batch was given (the others are ``pending``)."""
+    records = read_manifest(out_dir)
+    latest: dict[str, dict] = {}
+    for rec in records:
+        latest[rec["take"]] = rec
+    outcomes: dict[str, dict[str, int]] = {}
+    for rec in latest.values():
+        by = outcomes.setdefault(rec.get("status", "unknown"), {})
+        by[_reason(rec)] = by.get(_reason(rec), 0) + 1
+    pending = [u for u in (expected or []) if u not in latest]
+    if pending:
+        outcomes["pending"] = {"not started or running": len(pending)}
+    done = [r for r in latest.values() if r.get("status") == "done"]
+    stages: dict[str, list[float]] = {}
+    for r in done:
+        for name, sec in (r.get("stage_seconds") or {}).items():
+            stages.setdefault(name, []).append(float(sec))
+    stage_seconds = {name: {"median": float(np.median(v)), "p95": float(np.percentile(v, 95)), "n": len(v)}
+                     for name, v in stages.items()}  # fmt: skip
+    workers: dict[str, float] = {}
+    for r in records:
+        if r.get("peak_memory_mb") is not None:
+            key = f"{r.get('host', '?')}:{r.get('pid', '?')}"
+            workers[key] = max(workers.get(key, 0.0), float(r["peak_memory_mb"]))
+    devices: dict[str, int] = {}
+    for r in done:
+        devices[str(r.get("device") or "unknown")] = devices.get(str(r.get("device") or "unknown"), 0) + 1
+    coverage = _coverage(latest, root) if root is not None else {}
+    return {
+        "takes": len(set(latest) | set(expected or [])),
+        "outcomes": outcomes,
+        "stage_seconds": stage_seconds,
+        "seconds_per_take": _quantiles([float(r.get("duration_s", 0.0)) for r in done]),
+        "peak_memory_mb": {"per_worker": workers, "max": max(workers.values()) if workers else None},
+        "devices": devices,
+        "coverage": coverage,
+        "attempts": len(records),
+    }
+
+
+def _quantiles(v: list[float]) -> dict:
+    return {"median": float(np.median(v)) if v else None, "p95": float(np.percentile(v, 95)) if v else None,
+            "n": len(v)}  # fmt: skip
+
+
+def _coverage(latest: dict[str, dict], root: str | Path) -> dict:
+    """Per split and scenario: the share of takes with any coverage and of the 30 fps video time, over the
+    takes of the batch (a failed take covers nothing)."""
+    ds = EgoExoDataset(root)
+    infos = {i.take_uid: i for i in ds.takes()}
+    groups: dict[str, dict[str, list]] = {}
+    for uid, rec in latest.items():
+        info = infos.get(uid)
+        if info is None or rec.get("status") == "skipped" and rec.get("coverage_video_time") is None:
+            continue
+        cov = float(rec.get("coverage_video_time") or 0.0) if rec.get("status") in ("done", "skipped") else 0.0
+        for key in (f"{info.split}", f"{info.split} / {scenario_of(info.take_name)}"):
+            g = groups.setdefault(key, {"covered": [], "frames": []})
+            g["covered"].append(cov)
+            g["frames"].append(info.n_frames)
+    out = {}
+    for key, g in sorted(groups.items()):
+        c, f = np.asarray(g["covered"]), np.asarray(g["frames"], dtype=float)
+        out[key] = {"takes": float((c > 0).mean()), "video_time": float((c * f).sum() / f.sum()), "n_takes": len(c)}
+    return out
+
+
+def report_markdown(rep: dict) -> str:
+    """``batch_report.md``: one table per topic."""
+    lines = ["# Batch report", "", f"{rep['takes']} takes, {rep['attempts']} attempts.", "", "## Outcomes", "",
+             "| status | reason | takes |", "|---|---|---:|"]  # fmt: skip
+    for status, by in rep["outcomes"].items():
+        for reason, n in sorted(by.items(), key=lambda x: -x[1]):
+            lines.append(f"| {status} | {reason} | {n} |")
+    lines += ["", "## Seconds per take, per stage", "", "| stage | median | p95 | takes |", "|---|---:|---:|---:|"]
+    for name, q in rep["stage_seconds"].items():
+        lines.append(f"| {name} | {q['median']:.2f} | {q['p95']:.2f} | {q['n']} |")
+    q = rep["seconds_per_take"]
+    if q["n"]:
+        lines.append(f"| whole take | {q['median']:.2f} | {q['p95']:.2f} | {q['n']} |")
+    lines += ["", "## Peak memory per worker", "", "| worker | MB |", "|---|---:|"]
+    for w, mb in rep["peak_memory_mb"]["per_worker"].items():
+        lines.append(f"| {w} | {mb:.0f} |")
+    lines += ["", "## Devices", "", "| device | takes |", "|---|---:|"]
+    lines += [f"| {d} | {n} |" for d, n in rep["devices"].items()]
+    if rep["coverage"]:
+        lines += ["", "## Coverage (the SOMA paper's Table 10 layout)", "",
+                  "| split / scenario | takes | video time | takes in the batch |", "|---|---:|---:|---:|"]  # fmt: skip
+        for key, c in rep["coverage"].items():
+            lines.append(f"| {key} | {100 * c['takes']:.1f} % | {100 * c['video_time']:.1f} % | {c['n_takes']} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_batch_report(out_dir: str | Path, root: str | Path | None = None,
+                       expected: list[str] | None = None) -> dict:  # fmt: skip
+    """Write ``batch_report.json`` and ``batch_report.md`` into ``out_dir`` (atomically); returns the report."""
+    rep = batch_report(out_dir, root, expected)
+    write_json_atomic(Path(out_dir) / REPORT_JSON, rep, indent=1)
+    write_text_atomic(Path(out_dir) / REPORT_MD, report_markdown(rep))
+    return rep
