@@ -50,14 +50,14 @@ def main() -> None:
     from motionkit.data.egoexo4d import EgoExoDataset
     from motionkit.eval.metrics import mpjpe, pa_mpjpe
     from motionkit.geometry.interpolation import bracket, lerp
-    from motionkit.pipeline import PipelineConfig, build_fit_inputs, run_fit
+    from motionkit.pipeline import PipelineConfig, build_fit_inputs, run_take
     from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
     K = max(1, args.takes)
     write_synthetic_dataset(tmp / "ds", SynthConfig(takes=K, seed=11, duration=args.seconds, preset="realistic"))
     ds = EgoExoDataset(tmp / "ds")
     infos = ds.takes()
-    results = [run_fit(tmp / "ds", i.take_uid, tmp / "pre", PipelineConfig(device="cpu"), until="triangulate",
+    results = [run_take(tmp / "ds", i.take_uid, tmp / "pre", PipelineConfig(device="cpu"), until="triangulate",
                        progress=False, plot=False).result for i in infos]  # fmt: skip
     inputs = [build_fit_inputs(r, ds.take(i.take_uid).rig, 20.0) for r, i in zip(results, infos, strict=True)]
     truth = []

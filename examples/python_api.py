@@ -11,14 +11,14 @@ import numpy as np
 
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.motion.hml263 import hml263_to_joints
-from motionkit.pipeline import PipelineConfig, run_fit
+from motionkit.pipeline import PipelineConfig, run_take
 from motionkit.synthetic.demo import ensure_demo_dataset
 
 
 def main() -> None:
     root = ensure_demo_dataset()
     take = EgoExoDataset(root).takes()[0]
-    outcome = run_fit(root, take.take_uid, "out/example", PipelineConfig(fps=20.0), log=print)
+    outcome = run_take(root, take.take_uid, "out/example", PipelineConfig(fps=20.0), log=print)
     r = outcome.result
     print(f"fitted {int(r['valid'].sum())} of {len(r['valid'])} frames; body model: {r.body_model['kind']}")
     feats = r["features/hml263"]

@@ -21,7 +21,7 @@ COMMANDS = {
     "codes": ("motionkit.cli.motion:codes", "Spatial-code events of fitted takes, or HumanMoveVQA tracks."),
     "features": ("motionkit.cli.motion:features", "HumanML3D 263-d features of fitted takes."),
     "eval": ("motionkit.cli.eval:eval_cmd", "Score fits against the manual 3D body annotations."),
-    "export": ("motionkit.cli.export:export", "Export fitted takes (SMPL-X in the AMASS layout)."),
+    "export": ("motionkit.cli.export:export", "Export fitted takes (SMPL-X in the AMASS layout, BVH)."),
     "plot-association": ("motionkit.cli.eval:plot_association_cmd", "Draw one frame's detections and wearer."),
 }
 
