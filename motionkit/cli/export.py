@@ -8,13 +8,14 @@ import click
 
 from motionkit.cli.common import clean_errors, result_files
 from motionkit.common.errors import DataError
-from motionkit.data import bvh
+from motionkit.data import bvh, gltf
 from motionkit.data.releases import smplx_npz
 from motionkit.data.store import read_result
 
 EXPORT_FORMATS = {
     "smplx-npz": lambda result, out, up, fps: smplx_npz.write_take(result, out),
     "bvh": lambda result, out, up, fps: bvh.write_take(result, out, up=up, fps=fps),
+    "glb": lambda result, out, up, fps: gltf.write_take(result, out, fps=fps),
 }
 
 
@@ -28,12 +29,14 @@ EXPORT_FORMATS = {
     help="smplx-npz: SMPL-X parameters in the AMASS layout (poses, trans, betas, mocap_frame_rate), one "
     "<take_name>.npz per take, with the take, its frame positions, validity and landmark offsets under "
     "motionkit_* keys (docs/eval.md). bvh: the body's 22-joint tree with rest offsets from the fitted shape, "
-    "in cm, ZXY rotation channels, gaps filled and listed in <take_name>.bvh.json (docs/exports.md).",
+    "in cm, ZXY rotation channels, gaps filled and listed in <take_name>.bvh.json. glb: binary glTF with the "
+    "skinned body mesh (shape blend, pose correctives as morph targets), its animation, the cameras and the "
+    "Aria trajectory, in metres, y up (docs/exports.md).",
 )
 @click.option("--up", default="y", show_default=True, type=click.Choice(["y", "z"]),
               help="bvh: y up (Blender, Maya, Unity) or z up (the Ego-Exo4D world).")  # fmt: skip
 @click.option(
-    "--fps", default=None, type=click.FloatRange(min=1.0), help="bvh: resample to this rate (default: the fit's)."
+    "--fps", default=None, type=click.FloatRange(min=1.0), help="bvh, glb: resample to this rate (default: the fit's)."
 )
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder.")
 @clean_errors()

@@ -39,6 +39,11 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
         tmp.write_text(text)
 
 
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
 def write_json_atomic(path: str | os.PathLike, obj: Any, indent: int | None = None) -> None:
     write_text_atomic(path, json.dumps(obj, indent=indent))
 

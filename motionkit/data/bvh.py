@@ -34,7 +34,7 @@ EULER_ORDER = "ZXY"  # BVH channels Zrotation Xrotation Yrotation
 LEAVES_END_SITE_CM = 5.0  # an End Site this far along the last bone of each chain
 
 
-def _filled(result: TakeResult, fps: float | None) -> tuple[np.ndarray, ...]:
+def filled_parameters(result: TakeResult, fps: float | None) -> tuple[np.ndarray, ...]:
     """Root rotation vectors ``(T, 3)``, body pose ``(T, 21, 3)``, translation ``(T, 3)``, validity ``(T,)``
     and the rate, gaps filled from the valid frames; resampled to ``fps`` when given."""
     go, tr = result["smplx/global_orient"], result["smplx/transl"]
@@ -59,7 +59,7 @@ def bvh_text(result: TakeResult, up: str = "y", fps: float | None = None) -> tup
     """The BVH file of a fitted take and its side-car record (valid runs, filled frames)."""
     if up not in ("y", "z"):
         raise ValueError(f"up must be 'y' or 'z', not {up!r}")
-    go, bp, tr, valid, rate = _filled(result, fps)
+    go, bp, tr, valid, rate = filled_parameters(result, fps)
     body = BodyModel.load(result.config.get("body_model"), vertex_keypoints=(), dtype=torch.float64)
     with torch.no_grad():
         rest = body.rest_joints(torch.as_tensor(result["smplx/betas"], dtype=torch.float64)).numpy()[:BODY_JOINTS]
