@@ -115,9 +115,26 @@ def plot_association(result, obs, m: int, path: str | Path) -> Path:
     return save_figure(fig, path)
 
 
+def person_window(points: np.ndarray, width: int, height: int, margin: float = 0.25, min_size: float = 64.0):
+    """The view window around a person: ``points (..., 2)`` pixels (NaN ignored) -> ``(x0, x1, y0, y1)``,
+    a square around the points' box, ``margin`` of the box's longer side beyond it on each side (at least
+    ``min_size`` pixels across), kept inside the ``width x height`` image; the whole image when no point is finite or inside it."""
+    p = points.reshape(-1, 2)
+    p = p[np.isfinite(p).all(1) & (p[:, 0] >= 0) & (p[:, 0] < width) & (p[:, 1] >= 0) & (p[:, 1] < height)]
+    if not len(p):
+        return 0.0, float(width), 0.0, float(height)
+    lo, hi = p.min(0), p.max(0)
+    half = max(float((hi - lo).max()) * (0.5 + margin), min_size / 2)
+    mid = (lo + hi) / 2
+    x0, y0 = np.maximum(mid - half, 0.0)
+    x1, y1 = np.minimum(mid + half, [width, height])
+    return float(x0), float(x1), float(y0), float(y1)
+
+
 def plot_fit_views(result, path: str | Path, n_frames: int = 3) -> Path:
     """The fitted COCO-17 skeleton reprojected into every view (green) over the observed keypoints
-    (orange) for a few frames, through the cameras the fit used (``fit/T_cam_world``)."""
+    (orange) for a few frames, through the cameras the fit used (``fit/T_cam_world``); each panel is
+    cropped to the person (``person_window``)."""
 
     names = json.loads(result.group_attrs["cameras"]["names"])
     poses = result["cameras/T_world_cam"]
@@ -140,14 +157,14 @@ def plot_fit_views(result, path: str | Path, n_frames: int = 3) -> Path:
     for i, m in enumerate(picks):
         for v in range(V):
             ax = axs[i, v]
-            w, h = rig[v].width, rig[v].height
-            ax.set_xlim(0, w)
-            ax.set_ylim(h, 0)
+            ob = result["association/keypoints"][m, v]
+            x0, x1, y0, y1 = person_window(np.concatenate([proj[i, v], ob]), rig[v].width, rig[v].height)
+            ax.set_xlim(x0, x1)
+            ax.set_ylim(y1, y0)
             ax.set_aspect("equal")
             ax.set_xticks([])
             ax.set_yticks([])
             ax.set_facecolor("0.93")
-            ob = result["association/keypoints"][m, v]
             ax.plot(ob[:, 0], ob[:, 1], "o", color="tab:orange", ms=2.5)
             for a, b in COCO17_LIMBS:
                 ax.plot(proj[i, v, [a, b], 0], proj[i, v, [a, b], 1], "-", color="tab:green", lw=1.2)
@@ -155,7 +172,7 @@ def plot_fit_views(result, path: str | Path, n_frames: int = 3) -> Path:
                 ax.set_title(names[v], fontsize=9)
             if v == 0:
                 ax.set_ylabel(f"t = {result['time_s'][m]:.2f} s", fontsize=8)
-    fig.suptitle("fitted skeleton (green) over the selected 2D keypoints (orange); no video frames in this take")
+    fig.suptitle("fitted skeleton (green) over the selected 2D keypoints (orange), each view cropped to the person")
     return save_figure(fig, path)
 
 
