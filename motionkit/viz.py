@@ -118,7 +118,8 @@ def plot_association(result, obs, m: int, path: str | Path) -> Path:
 def person_window(points: np.ndarray, width: int, height: int, margin: float = 0.25, min_size: float = 64.0):
     """The view window around a person: ``points (..., 2)`` pixels (NaN ignored) -> ``(x0, x1, y0, y1)``,
     a square around the points' box, ``margin`` of the box's longer side beyond it on each side (at least
-    ``min_size`` pixels across), kept inside the ``width x height`` image; the whole image when no point is finite or inside it."""
+    ``min_size`` pixels across), kept inside the ``width x height`` image; the whole image when no point
+    is finite or inside it."""
     p = points.reshape(-1, 2)
     p = p[np.isfinite(p).all(1) & (p[:, 0] >= 0) & (p[:, 0] < width) & (p[:, 1] >= 0) & (p[:, 1] < height)]
     if not len(p):
