@@ -1,6 +1,7 @@
 """motionkit batch on the local pool, Ray (local cluster) and Slurm (submitit's local executor)."""
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -15,7 +16,7 @@ from motionkit import distributed
 from motionkit.cli import main
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.store import read_result
-from motionkit.distributed import BatchConfig, run_batch
+from motionkit.distributed import BatchConfig, SacctNoticeOnce, run_batch
 from motionkit.pipeline import PipelineConfig, run_fit
 from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
@@ -171,3 +172,21 @@ def test_takes_per_task_fits_several_takes_in_one_batch(six_takes, tmp_path):
         assert a.attrs["fit_device"] == "cpu" and a.attrs["fit_kernels"] == "fused"
         assert a.stages == b.stages
         np.testing.assert_array_equal(a["joints/coco17"], b["joints/coco17"])  # the same fit, bit for bit
+
+
+def test_repeated_sacct_warnings_become_one_notice(caplog):
+    log = logging.getLogger("submitit")
+    quiet = SacctNoticeOnce()
+    log.addFilter(quiet)
+    try:
+        with caplog.at_level(logging.WARNING, logger="submitit"):
+            for call in range(1, 6):  # what submitit logs on every poll when sacct is unavailable
+                log.warning(
+                    f"Call #{call} - Bypassing sacct error Command 'sacct' returned 1, status may be inaccurate."
+                )
+            log.warning("Bypassing state error:\nsomething else")
+    finally:
+        log.removeFilter(quiet)
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages == ["sacct failed (no Slurm accounting?); job states come from submitit's files",
+                        "Bypassing state error:\nsomething else"]  # fmt: skip
