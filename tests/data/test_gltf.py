@@ -4,6 +4,7 @@ with node; skipped where node or npm is absent) and ``pygltflib``, whose accesso
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import shutil
@@ -213,3 +214,14 @@ def test_khronos_validator_reports_no_errors_or_warnings(exported, gltf_validato
     assert done.returncode == 0, done.stderr
     issues = json.loads(done.stdout)
     assert issues["numErrors"] == 0 and issues["numWarnings"] == 0, issues["messages"]
+
+
+def test_resampled_and_without_the_dataset(exported, tmp_path):
+    r = dataclasses.replace(exported[0], attrs={**exported[0].attrs, "dataset_root": str(tmp_path / "moved")})
+    path = write_take(r, tmp_path, fps=10.0)
+    gltf = pygltflib.GLTF2.load(str(path))
+    blob = gltf.binary_blob()
+    times = _accessor(gltf, blob, gltf.animations[0].samplers[0].input)[:, 0]
+    assert len(times) == (len(r["valid"]) - 1) // 2 + 1 and np.allclose(np.diff(times), 0.1, atol=1e-6)
+    assert not gltf.cameras and [m.name for m in gltf.meshes] == ["body"]
+    assert json.loads(path.with_suffix(".glb.json").read_text())["fps"] == 10.0
