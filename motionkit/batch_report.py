@@ -1,4 +1,5 @@
-"""What a batch did, from its manifest alone (``batch_report.{json,md}``, ``motionkit status OUT``).
+"""What a batch did, from its manifest alone: the batch report that ``motionkit batch`` writes into its
+output folder (``REPORT_JSON`` and the Markdown ``REPORT_MD``) and ``motionkit status OUT`` prints.
 
 The driver appends one JSON line per attempt to ``<out>/manifest.jsonl``; this module reads it without a
 lock (a line being written is skipped) and reports, for the latest attempt of every take: outcomes by
@@ -18,7 +19,8 @@ from motionkit.common.files import write_json_atomic, write_text_atomic
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.eval.compare import scenario_of
 
-REPORT_JSON, REPORT_MD, MANIFEST = "batch_report.json", "batch_report.md", "manifest.jsonl"
+REPORT_STEM, MANIFEST = "batch_report", "manifest.jsonl"
+REPORT_JSON, REPORT_MD = f"{REPORT_STEM}.json", f"{REPORT_STEM}.md"  # written into the batch's output folder
 
 
 def read_manifest(out_dir: str | Path) -> list[dict]:
@@ -111,7 +113,7 @@ def _coverage(latest: dict[str, dict], root: str | Path) -> dict:
 
 
 def report_markdown(rep: dict) -> str:
-    """``batch_report.md``: one table per topic."""
+    """The Markdown report (``REPORT_MD``): one table per topic."""
     lines = ["# Batch report", "", f"{rep['takes']} takes, {rep['attempts']} attempts.", "", "## Outcomes", "",
              "| status | reason | takes |", "|---|---|---:|"]  # fmt: skip
     for status, by in rep["outcomes"].items():
@@ -138,7 +140,7 @@ def report_markdown(rep: dict) -> str:
 
 def write_batch_report(out_dir: str | Path, root: str | Path | None = None,
                        expected: list[str] | None = None) -> dict:  # fmt: skip
-    """Write ``batch_report.json`` and ``batch_report.md`` into ``out_dir`` (atomically); returns the report."""
+    """Write ``REPORT_JSON`` and ``REPORT_MD`` into ``out_dir`` (atomically); returns the report."""
     rep = batch_report(out_dir, root, expected)
     write_json_atomic(Path(out_dir) / REPORT_JSON, rep, indent=1)
     write_text_atomic(Path(out_dir) / REPORT_MD, report_markdown(rep))

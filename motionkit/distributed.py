@@ -227,8 +227,8 @@ def run_batch(root, out_dir, take_uids: list[str], fit_config: PipelineConfig, b
               on_record: Callable[[dict], None] | None = None) -> dict:  # fmt: skip
     """Fit ``take_uids`` with the chosen executor; returns the summary (done, skipped, failed). Failures
     other than data errors (a killed worker, out of memory, a crash) are retried up to ``bc.retries``
-    times, their reasons kept in the manifest; ``batch_report.{json,md}`` is written at the end and on
-    interruption (``motionkit status`` shows it while the batch runs)."""
+    times, their reasons kept in the manifest; the batch report (``motionkit.batch_report``) is written at
+    the end and on interruption (``motionkit status`` shows it while the batch runs)."""
     if bc.executor not in EXECUTORS:
         raise ValueError(f"executor must be one of {EXECUTORS}")
     out_dir = Path(out_dir)

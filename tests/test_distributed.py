@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from motionkit import distributed
+from motionkit.batch_report import REPORT_MD
 from motionkit.cli import main
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.store import read_result
@@ -115,7 +116,7 @@ def test_retries_and_force(six_takes, tmp_path, monkeypatch):
     rep = json.loads((tmp_path / "oom" / "batch_report.json").read_text())
     assert rep["outcomes"] == {"done": {"done": 1}} and rep["attempts"] == 2
     assert set(rep["stage_seconds"]) >= {"load", "fit", "evaluate"} and rep["peak_memory_mb"]["max"] > 50
-    assert "## Outcomes" in (tmp_path / "oom" / "batch_report.md").read_text()
+    assert "## Outcomes" in (tmp_path / "oom" / REPORT_MD).read_text()
     shown = CliRunner().invoke(main, ["status", str(tmp_path / "oom"), "--json"])
     assert shown.exit_code == 0, shown.output
     assert json.loads(shown.output)["outcomes"] == rep["outcomes"]
