@@ -29,18 +29,19 @@ from motionkit.conventions import TAKE_FPS
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.releases import FORMATS, SampledJoints, read_release, release_entries
 from motionkit.eval.protocol import (
+    SEGMENT_FPS,
+    SEGMENT_S,
     EvalConfig,
     FitSamples,
     estimate_offsets,
     match_to_annotation,
     score_take,
     segment_coverage,
+    soma_windows,
     summarize,
     video_time_coverage,
 )
 
-SEGMENT_S = 3.2  # 64 frames at 20 fps, the SOMA windows
-SEGMENT_FPS = 20.0
 COVERAGE_THRESHOLDS = tuple(np.round(np.arange(0.0, 1.0001, 0.05), 2))
 OFFICIAL_MIN_CLIP = 120  # frames (4 s at 30 fps)
 OFFICIAL_CLIP_GAP = 3  # frames: a larger step starts a new clip
@@ -281,10 +282,7 @@ def compare(
                 idx = np.searchsorted(mt.frames, kept)
                 rows.append((scenario_of(t.name), official_sums(kept, mt.pred[idx], mt.gt[idx])))
                 if s == split:
-                    dur = t.n_frames / TAKE_FPS
-                    segs = (segments or {}).get(t.uid) or [
-                        (a, min(a + SEGMENT_S, dur)) for a in np.arange(0, dur - 1e-9, SEGMENT_S)
-                    ]
+                    segs = (segments or {}).get(t.uid) or soma_windows(t.n_frames / TAKE_FPS)
                     seg_native[m.name] += segment_coverage(sj.time_s, sj.valid, segs, sj.native_fps, SEGMENT_FPS,
                                                            "native").tolist()  # fmt: skip
                     seg_interp[m.name] += segment_coverage(sj.time_s, sj.valid, segs, sj.native_fps, SEGMENT_FPS,

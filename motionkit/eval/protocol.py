@@ -132,12 +132,22 @@ def video_time_coverage(sample_time_s: np.ndarray, sample_valid: np.ndarray, n_f
     return ok & (s[np.minimum(j, len(s) - 1)] <= tk + h + 1e-12)  # and s - h <= tk
 
 
+SEGMENT_S = 3.2  # the SOMA windows: 64 frames at 20 fps
+SEGMENT_FPS = 20.0
+
+
+def soma_windows(duration_s: float) -> list[tuple[float, float]]:
+    """Consecutive ``SEGMENT_S`` windows ``(start_s, end_s)`` over ``[0, duration_s]``, the last one cut
+    at the end."""
+    return [(a, min(a + SEGMENT_S, duration_s)) for a in np.arange(0, duration_s - 1e-9, SEGMENT_S)]
+
+
 def segment_coverage(
     sample_time_s: np.ndarray,
     sample_valid: np.ndarray,
     segments: list[tuple[float, float]],
     rate: float,
-    target_fps: float = 20.0,
+    target_fps: float = SEGMENT_FPS,
     mode: str = "native",
 ) -> np.ndarray:
     """Share of each segment's target points ``t_a + i / target_fps`` covered: ``native`` (a valid

@@ -23,11 +23,10 @@ from motionkit.eval.protocol import (
     match_to_annotation,
     score_take,
     segment_coverage,
+    soma_windows,
     summarize,
     video_time_coverage,
 )
-
-SEGMENT_S = 3.2  # 64 frames at 20 fps, the SOMA windows
 
 
 def fit_samples(result: TakeResult) -> FitSamples:
@@ -125,8 +124,7 @@ def evaluate(
             jit.append(float(np.nanmean(jitter(t.fit.joints[ok], t.fps))))
         if t.joints_smplx is not None and ok.sum() > 1:
             slide.append(foot_sliding_gt_free(t.joints_smplx[ok]))
-        dur = t.n_frames / TAKE_FPS
-        segs = [(a, min(a + SEGMENT_S, dur)) for a in np.arange(0, dur - 1e-9, SEGMENT_S)]
+        segs = soma_windows(t.n_frames / TAKE_FPS)
         seg_n += segment_coverage(t.fit.time_s, t.fit.valid, segs, t.fps, mode="native").tolist()
         seg_i += segment_coverage(t.fit.time_s, t.fit.valid, segs, t.fps, mode="interpolated").tolist()
     report = summarize(scores, cfg, split, method)

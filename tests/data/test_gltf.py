@@ -155,7 +155,6 @@ def test_annotation_keypoints_sit_at_the_annotated_positions(exported, synth_roo
     gltf = pygltflib.GLTF2.load(str(path))
     blob = gltf.binary_blob()
     ann = EgoExoDataset(synth_root).take(str(r.attrs["take_uid"])).body_annotation()
-    names = {n.name: i for i, n in enumerate(gltf.nodes)}
     anim = gltf.animations[0]
     first = float(r["grid/frame_pos"][0])
     checked = 0
@@ -169,7 +168,7 @@ def test_annotation_keypoints_sit_at_the_annotated_positions(exported, synth_roo
         frames = np.rint(keys * TAKE_FPS + first).astype(int)
         want = ann.joints3d[np.searchsorted(ann.frames, frames), k]
         ok = np.isfinite(want).all(-1)
-        assert np.abs(xyz[ok] - want[ok]).max() < 1e-5 and ch.target.node in names.values()
+        assert np.abs(xyz[ok] - want[ok]).max() < 1e-6  # float32 storage of world metres (~1e-7)
         checked += ok.sum()
     assert checked > 100
 
