@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q $(TORCH)
-	$(BIN)/python -m pip install -q -e '.[dev,dist,detect]'
+	$(BIN)/python -m pip install -q -e '.[dev,dist,detect,viz]'
 	# projectaria-tools is only a cross-check reference for tests; its own deps are not needed
 	$(BIN)/python -m pip install -q --no-deps 'projectaria-tools==2.3.0' || echo "projectaria-tools unavailable: its cross-checks will skip"
 	touch $(STAMP)

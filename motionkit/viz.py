@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from motionkit.common.files import atomic_path  # noqa: E402
 from motionkit.conventions import COCO17_LIMBS  # noqa: E402
-from motionkit.geometry.camera import Camera, CameraRig  # noqa: E402
+from motionkit.data.fitted_body import fitted_rig  # noqa: E402
 from motionkit.motion.codes import CODES, EventSet  # noqa: E402
 from motionkit.motion.trajectory import Trajectory  # noqa: E402
 
@@ -137,16 +137,8 @@ def plot_fit_views(result, path: str | Path, n_frames: int = 3) -> Path:
     (orange) for a few frames, through the cameras the fit used (``fit/T_cam_world``); each panel is
     cropped to the person (``person_window``)."""
 
-    names = json.loads(result.group_attrs["cameras"]["names"])
-    poses = result["cameras/T_world_cam"]
-    if "fit/T_cam_world" in result.arrays:
-        poses = np.linalg.inv(result["fit/T_cam_world"])
-    rig = CameraRig(
-        [
-            Camera(n, int(s[0]), int(s[1]), p, T)
-            for n, s, p, T in zip(names, result["cameras/size"], result["cameras/params"], poses, strict=True)
-        ]
-    )
+    rig = fitted_rig(result)
+    names = rig.names
     valid = np.flatnonzero(result["valid"])
     if len(valid) == 0:
         return empty_plot(path, "no valid frame")

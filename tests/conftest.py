@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from motionkit.pipeline import PipelineConfig, run_take
 from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
 
@@ -42,3 +43,14 @@ def default_root(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("synth_default")
     write_synthetic_dataset(root, SynthConfig(takes=2, seed=5, duration=10.0))
     return root
+
+
+@pytest.fixture(scope="session")
+def fitted_with_videos(tmp_path_factory) -> tuple[Path, str, Path]:
+    """A clean 2-s take with rendered videos, fitted: ``(folder, take_uid, result path)``; the dataset is
+    ``folder / "ds"``."""
+    root = tmp_path_factory.mktemp("fitted_videos")
+    cfg = SynthConfig(takes=1, seed=2, duration=2.0, preset="clean", videos=True)
+    (uid,) = write_synthetic_dataset(root / "ds", cfg)
+    run = run_take(root / "ds", uid, root / "fits", PipelineConfig(device="cpu"), progress=False, plot=False)
+    return root, uid, run.path

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -90,3 +91,12 @@ def wearer_landmarks(root: Path, step: int = 1):
     take = ds.take(ds.takes()[0].take_uid)
     with h5py.File(root / "gt" / f"{take.uid}.h5") as f:
         return take, f["wearer/coco17_world"][()][::step]
+
+
+def tree_digest(root: Path) -> str:
+    """SHA-256 over every file under ``root`` (relative path and bytes), in sorted order."""
+    h = hashlib.sha256()
+    for p in sorted(Path(root).rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(root)).encode() + p.read_bytes())
+    return h.hexdigest()

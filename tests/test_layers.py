@@ -16,7 +16,7 @@ LAYERS = (
     ("body",),
     ("data",),
     ("synthetic", "detect", "motion"),
-    ("viz",),
+    ("viz", "render", "viewer"),
     ("eval",),
     ("pipeline",),
     ("distributed", "batch_report"),
@@ -25,7 +25,7 @@ LAYERS = (
 LAYER_OF = {name: i for i, names in enumerate(LAYERS) for name in names}
 # imports allowed inside functions: optional heavy dependencies; the
 # C++ toolchain bindings of torch are loaded only when the fused operators are built
-LAZY_OK = {"rfdetr", "ray", "submitit", "cv2", "matplotlib", "torch.utils"}
+LAZY_OK = {"rfdetr", "ray", "submitit", "cv2", "matplotlib", "torch.utils", "viser"}
 
 
 def _module_name(path: Path) -> str:

@@ -57,6 +57,7 @@ __all__ = [
     "eye_midpoint",
     "fit_backend",
     "fit_batch",
+    "fit_batch_calls",
     "fit_body_model",
     "fit_sequence",
     "fit_take",
@@ -102,6 +103,9 @@ class BodyFitConfig:
     camera_refine: CameraRefineConfig = CameraRefineConfig()
     window: int = 600
     overlap: int = 40
+    max_batch_frames: int = 4800  # windows of long takes are fitted in batches of at most this many frames
+    # (bounded memory for takes of any length; the problems of a batch are independent, so the result
+    # does not depend on it: an execution option)
     max_gap_s: float = 0.5
     device: str = "cpu"  # torch device, or "auto" (CUDA when available)
     kernels: str = "auto"  # "torch" (body.ops_torch), "fused" (body.ops_fused) or "auto" (fused when built)
@@ -607,6 +611,27 @@ def _windows(M: int, cfg: BodyFitConfig) -> list[tuple[int, int]]:
     return out
 
 
+def window_batches(jobs: list[tuple[int, int, int]], max_frames: int) -> list[list[tuple[int, int, int]]]:
+    """Consecutive groups of window jobs ``(take, start, stop)`` of at most ``max_frames`` frames each
+    (at least one window per group)."""
+    groups, size = [], 0
+    for job in jobs:
+        n = job[2] - job[1]
+        if not groups or size + n > max_frames:
+            groups.append([])
+            size = 0
+        groups[-1].append(job)
+        size += n
+    return groups
+
+
+def fit_batch_calls(lengths: list[int], cfg: BodyFitConfig) -> int:
+    """``fit_batch`` calls of one ``fit_takes`` pass over takes of ``lengths`` grid frames: one for the
+    short takes and the long takes' shapes, then one per batch of long-take windows."""
+    jobs = [(k, s, e) for k, M in enumerate(lengths) if M > cfg.window for s, e in _windows(M, cfg)]
+    return 1 + len(window_batches(jobs, cfg.max_batch_frames))
+
+
 def fit_takes(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | None = None,
               progress=None) -> list[FitOutput]:  # fmt: skip
     """Fit several takes on one device with at most two ``fit_batch`` calls: first every short take
@@ -648,9 +673,11 @@ def _fit_takes_once(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig
     if not long_:
         return outs
     jobs = [(k, s, e) for k in long_ for s, e in _windows(len(inputs[k].keypoints), cfg)]
-    parts = fit_batch(body, [_slice_inputs(inputs[k], s, e) for k, s, e in jobs], cfg,
-                      betas=[outs[k].betas for k, _, _ in jobs], progress=progress,
-                      kp_delta=[outs[k].kp_delta for k, _, _ in jobs])  # fmt: skip
+    parts = []
+    for batch in window_batches(jobs, cfg.max_batch_frames):
+        parts += fit_batch(body, [_slice_inputs(inputs[k], s, e) for k, s, e in batch], cfg,
+                           betas=[outs[k].betas for k, _, _ in batch], progress=progress,
+                           kp_delta=[outs[k].kp_delta for k, _, _ in batch])  # fmt: skip
     for k in long_:
         mine = [(s, e, p) for (j, s, e), p in zip(jobs, parts, strict=True) if j == k]
         outs[k] = dataclasses.replace(_stitch(inputs[k], mine, outs[k].betas, cfg), kp_delta=outs[k].kp_delta)

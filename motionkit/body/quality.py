@@ -1,12 +1,13 @@
-"""Rules on a fitted sequence: which frames are valid, and per-frame quality flags
-(docs/result_file.md, group ``flags``)."""
+"""Rules on a fitted sequence: which views support which joints, which frames are valid, which joints
+can be trusted, and per-frame quality flags (docs/result_file.md, groups ``fit`` and ``flags``)."""
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
-from scipy.ndimage import convolve1d, maximum_filter1d
+from scipy.ndimage import convolve1d, maximum_filter1d, median_filter
 
 from motionkit.conventions import eye_midpoint
 from motionkit.geometry.interpolation import valid_runs
@@ -20,6 +21,44 @@ STATIC_M_S = 0.1
 STATIC_WINDOW_S = 1.5
 HIGH_REPROJ_PX = 60.0
 SHORT_SEGMENT_S = 2.0
+BODY_LANDMARKS = slice(5, 17)  # COCO shoulders .. ankles
+OCCLUDED_MIN_TRUSTED = 9  # of the 12 body landmarks
+
+
+@dataclass(frozen=True)
+class TrustConfig:
+    """How the fit's final observation weights decide support and trust.
+
+    ``support_weight``: an observation supports its joint when its final fit weight (confidence,
+    association and robust weights together, ``fit/obs_weight``) is above this; guessed keypoints of
+    hidden joints rarely are. ``view_landmarks``: a view supports the frame with at least this many
+    supported landmarks (of 17). ``trust_views``: a joint of a valid frame is trusted when the median
+    of its supporting views over ``support_window_s`` (centred) is at least this (the fit is smooth in
+    time: one frame's dropped observation does not move the joint, a hidden stretch does)."""
+
+    support_weight: float = 0.02
+    view_landmarks: int = 8
+    trust_views: int = 2
+    support_window_s: float = 0.25
+
+
+def joint_support(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:
+    """``(M, 17)`` views whose observation of each landmark supports the fit, from ``obs_weight (M, V, 17)``."""
+    return (np.nan_to_num(obs_weight) > cfg.support_weight).sum(1).astype(np.int16)
+
+
+def supporting_views(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:
+    """``(M,)`` views that support the frame: ``cfg.view_landmarks`` or more supported landmarks each."""
+    per_view = (np.nan_to_num(obs_weight) > cfg.support_weight).sum(-1)
+    return (per_view >= cfg.view_landmarks).sum(-1)
+
+
+def joint_trusted(support: np.ndarray, valid: np.ndarray, fps: float, cfg: TrustConfig) -> np.ndarray:
+    """``(M, 17)`` bool: the joint of a valid frame whose supporting views ``support (M, 17)``, median
+    over ``cfg.support_window_s``, number ``cfg.trust_views`` or more."""
+    size = 2 * int(round(cfg.support_window_s * fps / 2)) + 1
+    steady = median_filter(support, size=(size, 1), mode="nearest") if len(support) else support
+    return valid[:, None] & (steady >= cfg.trust_views)
 
 
 def valid_frames(n_views: np.ndarray, fps: float, max_gap_s: float) -> np.ndarray:
@@ -34,17 +73,19 @@ def valid_frames(n_views: np.ndarray, fps: float, max_gap_s: float) -> np.ndarra
     return valid
 
 
-def quality_flags(joints, valid, n_views, fps, cpf, names, reproj_px=None) -> dict[str, np.ndarray]:
+def quality_flags(joints, valid, n_views, fps, cpf, names, reproj_px=None, trusted=None) -> dict[str, np.ndarray]:
     """Per-frame flags ``(M,)`` bool (stored, never used to delete frames), computed on the 22 body
     joints after 5-tap smoothing; speeds in physical units, so the rules do not depend on the rate.
 
     ``joints (M, 55 + K, 3)`` world metres with ``K`` vertex keypoints named ``names`` (must include
-    the eyes), ``valid (M,)``, ``n_views (M,)`` views with the wearer selected, ``cpf (M, 3)`` Aria head
-    anchor, ``reproj_px (M, V)`` mean reprojection error per view (NaN where unused). Flags:
-    ``FEW_CAMS`` (< 3 views), ``FAST_JOINT`` (a joint faster than 5 m/s), ``HIGH_ACCEL`` (above
+    the eyes), ``valid (M,)``, ``n_views (M,)`` views that support the frame (``supporting_views``),
+    ``cpf (M, 3)`` Aria head anchor, ``reproj_px (M, V)`` mean reprojection error per view (NaN where
+    unused), ``trusted (M, 17)`` per-joint trust (``joint_trusted``). Flags: ``FEW_CAMS`` (< 3 views),
+    ``FAST_JOINT`` (a joint faster than 5 m/s), ``HIGH_ACCEL`` (above
     40 m/s^2), ``EYE_ARIA_FAR`` (eye midpoint more than 0.30 m from the anchor), ``STATIC`` (no joint
     faster than 0.1 m/s within 1.5 s; informational), ``HIGH_REPROJ`` (median over the used views
-    above 60 px), ``SHORT_SEGMENT`` (in a valid run shorter than 2 s).
+    above 60 px), ``SHORT_SEGMENT`` (in a valid run shorter than 2 s), ``OCCLUDED`` (a valid frame with
+    fewer than 9 of its 12 body landmarks, shoulders to ankles, trusted: parts of the body are guessed).
     """
     body = convolve1d(np.nan_to_num(joints[:, :22]), SMOOTHING_TAPS, axis=0, mode="nearest")
     vel = np.zeros(len(body))
@@ -74,4 +115,7 @@ def quality_flags(joints, valid, n_views, fps, cpf, names, reproj_px=None) -> di
         "STATIC": valid & static,
         "HIGH_REPROJ": valid & high_reproj,
         "SHORT_SEGMENT": short,
+        "OCCLUDED": valid & (trusted[:, BODY_LANDMARKS].sum(-1) < OCCLUDED_MIN_TRUSTED)
+        if trusted is not None
+        else np.zeros(len(body), bool),
     }

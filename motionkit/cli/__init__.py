@@ -21,7 +21,9 @@ COMMANDS = {
     "codes": ("motionkit.cli.motion:codes", "Spatial-code events of fitted takes, or HumanMoveVQA tracks."),
     "features": ("motionkit.cli.motion:features", "HumanML3D 263-d features of fitted takes."),
     "eval": ("motionkit.cli.eval:eval_cmd", "Score fits against the manual 3D body annotations."),
-    "export": ("motionkit.cli.export:export", "Export fitted takes (SMPL-X in the AMASS layout, BVH)."),
+    "export": ("motionkit.cli.export:export", "Export fitted takes (SMPL-X in the AMASS layout, BVH, glTF)."),
+    "render": ("motionkit.cli.export:render", "Overlay videos: the fitted body drawn onto the take's exo videos."),
+    "view": ("motionkit.cli.export:view", "A fitted take in 3D in the browser (viser; motionkit[viz])."),
     "plot-association": ("motionkit.cli.eval:plot_association_cmd", "Draw one frame's detections and wearer."),
 }
 

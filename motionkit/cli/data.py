@@ -11,6 +11,7 @@ from motionkit.cli.common import clean_errors
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.eval.synthetic_report import dataset_difficulty, format_difficulty
 from motionkit.synthetic.demo import ensure_demo_dataset
+from motionkit.synthetic.scenarios import SCENARIO_NAMES
 from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
 
@@ -51,16 +52,24 @@ from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
     "clean = the fitter's own body and joint centres with 3 px noise; hard = everything turned up.",
 )
 @click.option(
+    "--scenario",
+    default="generic",
+    show_default=True,
+    type=click.Choice(SCENARIO_NAMES),
+    help="Scene modelled on an Ego-Exo4D scenario (cameras, furniture that hides the wearer, other people, "
+    "activities); combines with --preset (docs/synthetic.md).",
+)
+@click.option(
     "--bystanders",
     default=None,
     type=click.IntRange(min=0),
-    help="People besides the wearer [preset: 2, hard 3].",
+    help="People besides the wearer [scenario, else preset: 2, hard 3].",
 )
 @click.option(
     "--cameras",
     default=None,
     type=click.IntRange(min=1),
-    help="Static exo GoPros [preset: 4, hard 3].",
+    help="Static exo GoPros [scenario, else preset: 4, hard 3].",
 )
 @click.option("--vertical-camera", is_flag=True, help="Mount one camera in portrait (2160x3840).")
 @click.option(
@@ -101,7 +110,7 @@ from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 @clean_errors(ValueError)
 def synth(
     root,
-    releases, takes, seed, duration, preset, bystanders, cameras, vertical_camera, nan_timesync, body_model,
+    releases, takes, seed, duration, preset, scenario, bystanders, cameras, vertical_camera, nan_timesync, body_model,
     annotation_offset, videos, video_scale,
 ) -> None:  # fmt: skip
     """Write synthetic takes in the exact Ego-Exo4D layout, with ground truth in gt/ and simulated
@@ -111,6 +120,7 @@ def synth(
         seed=seed,
         duration=duration,
         preset=preset,
+        scenario=scenario,
         bystanders=bystanders,
         cameras=cameras,
         vertical_camera=vertical_camera,
@@ -122,7 +132,7 @@ def synth(
         releases=tuple(r.strip() for r in releases.split(",") if r.strip()),
     )
     uids = write_synthetic_dataset(root, cfg, progress=True)
-    click.echo(f"wrote {len(uids)} synthetic take(s) to {root} (preset {preset})")
+    click.echo(f"wrote {len(uids)} synthetic take(s) to {root} (preset {preset}, scenario {scenario})")
     for u in uids:
         click.echo(f"  {u}")
 

@@ -24,7 +24,7 @@ from scipy.spatial.transform import Rotation
 from motionkit.body.model import BodyModel
 from motionkit.common.errors import DataError
 from motionkit.common.files import write_json_atomic, write_text_atomic
-from motionkit.conventions import R_ZUP_TO_YUP, SMPLX_JOINT_NAMES, SMPLX_PARENTS
+from motionkit.conventions import COCO17_NAMES, R_ZUP_TO_YUP, SMPLX_JOINT_NAMES, SMPLX_PARENTS
 from motionkit.data.store import TakeResult
 from motionkit.geometry.interpolation import bracket, fill_gaps_bracket, lerp, slerp_rotvec, valid_runs
 
@@ -53,6 +53,17 @@ def filled_parameters(result: TakeResult, fps: float | None) -> tuple[np.ndarray
         valid = valid[b.i0] & valid[b.i1]
         rate = float(fps)
     return go, bp, tr, valid, rate
+
+
+def joint_trust(result: TakeResult) -> dict[str, float] | None:
+    """Per COCO landmark, the share of the fit's valid frames in which it is trusted
+    (``fit/joint_trusted``): what an export's joints rest on. None for fits without per-joint trust."""
+    if "fit/joint_trusted" not in result.arrays:
+        return None
+    valid = result["valid"].astype(bool)
+    trusted = result["fit/joint_trusted"].astype(bool)[valid]
+    share = trusted.mean(0) if len(trusted) else np.zeros(trusted.shape[1])
+    return {name: round(float(v), 4) for name, v in zip(COCO17_NAMES, share, strict=True)}
 
 
 def bvh_text(result: TakeResult, up: str = "y", fps: float | None = None) -> tuple[str, dict]:
@@ -106,7 +117,7 @@ def bvh_text(result: TakeResult, up: str = "y", fps: float | None = None) -> tup
     side = {"take_uid": str(result.attrs.get("take_uid")), "take_name": str(result.attrs.get("take_name", "")),
             "fps": rate, "up": up, "units": "cm", "rotation_channels": "Zrotation Xrotation Yrotation",
             "frames": int(len(go)), "valid_runs": [list(r) for r in valid_runs(valid)],
-            "filled_frames": np.flatnonzero(~valid).tolist(),
+            "filled_frames": np.flatnonzero(~valid).tolist(), "joint_trust": joint_trust(result),
             "body_model": result.body_model}  # fmt: skip
     return "\n".join(lines) + "\n", side
 

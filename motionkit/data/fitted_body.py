@@ -1,6 +1,8 @@
-"""The body model evaluated on the SMPL-X parameters stored in a result file."""
+"""The body model evaluated on the SMPL-X parameters stored in a result file, and the cameras the fit used."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import torch
@@ -8,6 +10,7 @@ import torch
 from motionkit.body.model import BodyModel
 from motionkit.common.errors import DataError
 from motionkit.data.store import TakeResult
+from motionkit.geometry.camera import Camera, CameraRig
 
 
 def fitted_body(
@@ -43,3 +46,16 @@ def fitted_valid(result: TakeResult) -> np.ndarray:
     if "valid" in result.arrays:
         return result["valid"].astype(bool)
     return np.isfinite(result["smplx/global_orient"]).all(-1)
+
+
+def fitted_rig(result: TakeResult) -> CameraRig:
+    """The cameras a fit used, in the result's camera order: the calibration's intrinsics and sizes with
+    the poses of ``fit/T_cam_world`` (the calibration's own poses when the fit has none)."""
+    names = json.loads(result.group_attrs["cameras"]["names"])
+    poses = result["cameras/T_world_cam"]
+    if "fit/T_cam_world" in result.arrays:
+        poses = np.linalg.inv(result["fit/T_cam_world"])
+    sizes, params = result["cameras/size"], result["cameras/params"]
+    return CameraRig(
+        [Camera(n, int(s[0]), int(s[1]), p, T) for n, s, p, T in zip(names, sizes, params, poses, strict=True)]
+    )

@@ -42,7 +42,7 @@ from motionkit.conventions import (
     SMPLX_PARENTS,
     TAKE_FPS,
 )
-from motionkit.data.bvh import filled_parameters
+from motionkit.data.bvh import filled_parameters, joint_trust
 from motionkit.data.egoexo4d import BodyAnnotation, EgoExoDataset
 from motionkit.data.store import TakeResult
 from motionkit.geometry.interpolation import valid_runs
@@ -250,7 +250,8 @@ def glb_bytes(result: TakeResult, fps: float | None = None, model: BodyModelFile
 
     side = {"take_uid": str(result.attrs.get("take_uid")), "take_name": str(result.attrs.get("take_name", "")),
             "fps": rate, "frames": T, "units": "m", "up": "y", "valid_runs": [list(r) for r in valid_runs(valid)],
-            "filled_frames": np.flatnonzero(~valid).tolist(), "pose_corrective_targets": len(targets),
+            "filled_frames": np.flatnonzero(~valid).tolist(), "joint_trust": joint_trust(result),
+            "pose_corrective_targets": len(targets),
             "cameras": [c["name"] for c in extras.cameras],
             "annotation_keypoints": annotated, "camera_model": "pinhole approximation of KB3 (fx, fy, height)",
             "body_model": result.body_model}  # fmt: skip

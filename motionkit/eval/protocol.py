@@ -119,6 +119,15 @@ def apply_offsets(m: MatchedFrames, offsets: np.ndarray, frame: str = "parent") 
     return m.pred + np.einsum("kjab,jb->kja", m.rot, o)
 
 
+def column_means(values: np.ndarray) -> np.ndarray:
+    """Mean of each column of ``values (N, J)`` over its finite entries; NaN (without a warning) for a
+    column with none, e.g. a joint that no annotated frame has."""
+    finite = np.isfinite(values)
+    n = finite.sum(0)
+    total = np.where(finite, values, 0.0).sum(0)
+    return np.where(n > 0, total / np.maximum(n, 1), np.nan)
+
+
 def video_time_coverage(sample_time_s: np.ndarray, sample_valid: np.ndarray, n_frames: int, rate: float) -> np.ndarray:
     """Which 30 fps frames ``(n_frames,)`` are covered by a valid sample of a ``rate`` source:
     ``s - 1/(2 rate) <= k/30 < s + 1/(2 rate)``."""
@@ -221,14 +230,14 @@ def score_take(
     world = mpjpe(m.pred, m.gt)
     cent = mpjpe_centroid(m.pred, m.gt)
     err_j = np.linalg.norm(m.pred - m.gt, axis=-1) * 1000.0
-    per_joint = np.nanmean(np.where(scored[:, None], err_j, np.nan), axis=0) if scored.any() else np.full(17, np.nan)
+    per_joint = column_means(np.where(scored[:, None], err_j, np.nan))
     pa_c = world_c = pj_c = None
     if offsets is not None:
         pc = apply_offsets(m, offsets, cfg.offset_frame)
         pa_c = np.where(scored, pa_mpjpe(pc, m.gt, min_joints=cfg.min_joints_pa), np.nan)
         world_c = np.where(scored, mpjpe(pc, m.gt), np.nan)
         ej = np.linalg.norm(pc - m.gt, axis=-1) * 1000.0
-        pj_c = np.nanmean(np.where(scored[:, None], ej, np.nan), axis=0) if scored.any() else np.full(17, np.nan)
+        pj_c = column_means(np.where(scored[:, None], ej, np.nan))
     return TakeScore(
         take_uid,
         m.frames[scored],
@@ -286,8 +295,8 @@ def summarize(scores: list[TakeScore], cfg: EvalConfig, split: str, method: str 
         "mpjpe_centroid": {"uncorrected": stats(lambda s: s.mpjpe_centroid)},
         "per_joint": {
             "names": list(COCO17_NAMES),
-            "uncorrected": np.nanmean(pj, axis=0).tolist() if len(pj) else None,
-            "corrected": np.nanmean(pjc, axis=0).tolist() if len(pjc) else None,
+            "uncorrected": column_means(np.asarray(pj)).tolist() if len(pj) else None,
+            "corrected": column_means(np.asarray(pjc)).tolist() if len(pjc) else None,
         },
         "coverage": {
             "video_time": covered / total if total else 0.0,

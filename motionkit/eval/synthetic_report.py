@@ -20,6 +20,7 @@ from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.observations import read_observations
 from motionkit.data.store import read_result, result_path
 from motionkit.eval.metrics import pa_mpjpe
+from motionkit.eval.protocol import video_time_coverage
 from motionkit.geometry.camera import Camera, CameraRig
 from motionkit.synthetic.scene import OBS_MISSED, OBS_OUTLIER, OBS_SWAPPED
 
@@ -59,6 +60,9 @@ def read_gt(root: str | Path, uid: str) -> dict:
             "true_params": f["cameras/params"][()] if "cameras" in f else None,
             "person_id": f["detections/person_id"][()],
             "visible": f["wearer/visible"][()] if "wearer/visible" in f else None,
+            "scenario": str(f.attrs.get("scenario", "generic")),
+            "fittable_views": f["wearer/fittable_views"][()] if "wearer/fittable_views" in f else None,
+            "landmark_views": f["wearer/landmark_views"][()] if "wearer/landmark_views" in f else None,
         }
     return g
 
@@ -108,6 +112,7 @@ def take_difficulty(root: str | Path, take_uid: str, fits: str | Path | None = N
     out = {
         "take_uid": take_uid,
         "preset": gt["preset"],
+        "scenario": gt["scenario"],
         "keypoints_scored": source,
         "median_2d_error_px": float(np.nanmedian(dist)) if have.any() else None,
         # of the errors that are not gross (swaps and outliers are scored below)
@@ -144,6 +149,68 @@ def take_difficulty(root: str | Path, take_uid: str, fits: str | Path | None = N
         if gt["visible"] is not None:
             fi = res["association/frame_index"]
             out.update(selection_checks(res, gt["visible"][fi][:, vids], detected[fi], gt["person_id"]))
+        if gt["fittable_views"] is not None and "fit/joint_trusted" in res.arrays:
+            out.update(trust_checks(res, truth, gt["fittable_views"][frames], gt["landmark_views"][frames],
+                                    take.n_frames))  # fmt: skip
+    return out
+
+
+FRAME_FAIL_MM = 100.0  # a frame whose PA-MPJPE against the true landmarks is above this is a failure
+JOINT_FAIL_MM = 50.0  # a joint farther than this from its true landmark is wrong
+INFORMATIONAL_FLAGS = ("STATIC",)
+TRUST_KEYS = (
+    "false_trust",
+    "missed_failures",
+    "coverage_fittable",
+    "coverage_video_time",
+    "joint_false_trust",
+    "joint_missed_failures",
+    "joint_coverage",
+)  # flags that describe the motion, not the fit's quality
+
+
+def trust_checks(res, truth: np.ndarray, fittable_views: np.ndarray, landmark_views: np.ndarray,
+                 n_frames: int) -> dict:  # fmt: skip
+    """The fit's validity, flags and per-joint trust against the truth, per frame of the fit grid.
+
+    ``truth (M, 17, 3)`` true landmarks, ``fittable_views (M,)`` cameras that see >= 8 landmarks
+    unoccluded, ``landmark_views (M, 17)`` cameras that see each landmark unoccluded; ``n_frames`` of
+    the take's 30 fps video. Frame error: PA-MPJPE of the fit at every grid frame (``fit/coco17_all``,
+    invalid frames included) against the truth; joint error: distance to the true landmark (m -> mm).
+    Shares (``None`` when their denominator is empty): ``false_trust`` (valid frames with error over
+    100 mm), ``missed_failures`` (frames over 100 mm neither invalid nor flagged), ``coverage_fittable``
+    (frames with >= 2 fittable views that are valid), ``coverage_video_time`` (30 fps frames covered by
+    a valid sample), ``valid_unfittable_failures`` (count of valid frames with < 2 fittable views and an
+    error over 100 mm), and per joint ``joint_false_trust`` (trusted joints over 50 mm off),
+    ``joint_missed_failures`` (joints over 50 mm off that are trusted), ``joint_coverage`` (joints seen
+    unoccluded by >= 2 cameras that are trusted)."""
+    fit = res["fit/coco17_all"] if "fit/coco17_all" in res.arrays else res["joints/coco17"]
+    err = pa_mpjpe(fit, truth)
+    valid = res["valid"].astype(bool)
+    flags = [k for k in res.arrays if k.startswith("flags/") and k.split("/", 1)[1] not in INFORMATIONAL_FLAGS]
+    flagged = np.any([res[k].astype(bool) for k in flags], axis=0) if flags else np.zeros_like(valid)
+    fail = np.nan_to_num(err, nan=0.0) > FRAME_FAIL_MM
+    fittable = fittable_views >= 2
+    jerr = np.linalg.norm(fit - truth, axis=-1) * 1000.0
+    jfail = np.nan_to_num(jerr, nan=0.0) > JOINT_FAIL_MM
+    trusted = res["fit/joint_trusted"].astype(bool)
+    seen = landmark_views >= 2
+
+    cov = video_time_coverage(res["time_s"], valid, n_frames, res.fps)
+    counts = {
+        "false_trust": ((valid & fail).sum(), valid.sum()),
+        "missed_failures": ((fail & valid & ~flagged).sum(), fail.sum()),
+        "coverage_fittable": ((valid & fittable).sum(), fittable.sum()),
+        "coverage_video_time": (cov.sum(), len(cov)),
+        "joint_false_trust": ((trusted & jfail).sum(), trusted.sum()),
+        "joint_missed_failures": ((trusted & jfail).sum(), jfail.sum()),
+        "joint_coverage": ((trusted & seen).sum(), seen.sum()),
+        "unfittable_share": ((~fittable).sum(), len(fittable)),
+        "occluded_share": ((~seen).sum(), seen.size),
+    }
+    out = _shares(counts, "trust_counts")
+    out["valid_unfittable_failures"] = int((valid & ~fittable & fail).sum())
+    out["valid_pa_mpjpe_mm"] = float(np.nanmean(err[valid])) if valid.any() else None
     return out
 
 
@@ -205,7 +272,7 @@ def pooled_checks(takes: list[dict]) -> dict:
     of ``takes`` together (``take_difficulty`` results): with ~40 swapped camera-frames a take, per-take
     shares swing by +-10 points, and their median is a poor summary."""
     out = {}
-    for key in ("weight_check_counts", "selection_counts"):
+    for key in ("weight_check_counts", "selection_counts", "trust_counts"):
         counts = [t[key] for t in takes if key in t]
         for k in counts[0] if counts else ():
             n, d = (sum(c[k][i] for c in counts) for i in (0, 1))
@@ -219,7 +286,9 @@ def dataset_difficulty(root: str | Path, fits: str | Path | None = None) -> dict
     takes = [take_difficulty(root, t.take_uid, fits) for t in ds.takes()]
     keys = [k for k, v in takes[0].items() if isinstance(v, float)] if takes else []
     summary = {k: float(np.nanmedian([t[k] for t in takes if t.get(k) is not None])) for k in keys}
-    return {"root": str(root), "takes": takes, "median": summary, "pooled": pooled_checks(takes)}
+    pooled = pooled_checks(takes)
+    quality = {k: pooled[k]["share"] for k in TRUST_KEYS if k in pooled}  # the quality control over all takes
+    return {"root": str(root), "takes": takes, "median": summary, "pooled": pooled, **quality}
 
 
 def format_difficulty(rep: dict) -> str:

@@ -9,6 +9,7 @@ from dataclasses import InitVar, asdict, dataclass, field
 from typing import Any
 
 from motionkit.body.fitting import KERNEL_CHOICES, BodyFitConfig
+from motionkit.body.quality import TrustConfig
 from motionkit.conventions import DEFAULT_FIT_FPS
 from motionkit.detect.association import AssociationConfig
 from motionkit.detect.crossview import CrossViewConfig
@@ -28,6 +29,7 @@ EXECUTION_OPTIONS = (
     "body_fit.device",
     "body_fit.kernels",
     "body_fit.cuda_graphs",
+    "body_fit.max_batch_frames",
 )
 # keyword shortcuts of the constructor (and of the CLI's options) for leaves inside the sub-configs
 SHORTCUTS = {
@@ -52,7 +54,8 @@ class PipelineConfig:
     Sub-configs, one per step (their fields are documented where they are used): ``selection`` (the
     SOMA rule, ``detect.association``), ``cross_view_rule`` (``detect.crossview``), ``swaps``
     (``geometry.swaps``), ``triangulation`` (``geometry.triangulation``), ``weighting`` (observation
-    weights, ``pipeline.fit_inputs``), ``body_fit`` (``body.fitting``).
+    weights, ``pipeline.fit_inputs``), ``body_fit`` (``body.fitting``), ``trust`` (support, validity and
+    per-joint trust, ``body.quality``).
 
     The constructor also takes ``fit_iters``, ``refine_cameras``, ``conf_power`` and ``size_power``
     (``SHORTCUTS``), which set those leaves of the sub-configs; they read back as properties.
@@ -78,6 +81,7 @@ class PipelineConfig:
     triangulation: TriangulationConfig = field(default_factory=TriangulationConfig)
     weighting: ObservationWeighting = field(default_factory=ObservationWeighting)
     body_fit: BodyFitConfig = field(default_factory=BodyFitConfig)
+    trust: TrustConfig = field(default_factory=TrustConfig)
     fit_iters: InitVar[tuple[int, int, int] | None] = None
     refine_cameras: InitVar[bool | None] = None
     conf_power: InitVar[float | None] = None

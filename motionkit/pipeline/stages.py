@@ -21,12 +21,13 @@ from motionkit.body.fitting import (
     FitInputs,
     coco_landmark_offsets,
     coco_rows,
+    fit_batch_calls,
     fit_body_model,
     fit_take,
     use_fused_kernels,
 )
 from motionkit.body.model import BodyModel
-from motionkit.body.quality import quality_flags, valid_frames
+from motionkit.body.quality import joint_support, joint_trusted, quality_flags, supporting_views, valid_frames
 from motionkit.common.device import resolve_device
 from motionkit.common.errors import DataError
 from motionkit.conventions import COCO17_LR_PAIRS, TAKE_FPS, fit_grid_frames, nearest_take_frames
@@ -290,11 +291,11 @@ def prepare_fit(ctx: StageContext) -> FitJob:
 
 
 def fit_progress_total(jobs: list[FitJob]) -> int:
-    """Adam iterations ``fit_takes`` runs for these jobs (one batch, two with a long take; all of it
+    """Adam iterations ``fit_takes`` runs for these jobs (one batch, more with long takes; all of it
     again after each round of camera refinement)."""
     cfg = jobs[0].config
     fits = 1 + (cfg.camera_refine_rounds if cfg.refine_cameras else 0)
-    calls = (2 if any(len(j.inputs.keypoints) > cfg.window for j in jobs) else 1) * fits
+    calls = fit_batch_calls([len(j.inputs.keypoints) for j in jobs], cfg) * fits
     return (sum(cfg.iters) + cfg.second_pass_iters * cfg.second_pass_rounds) * calls
 
 
@@ -316,7 +317,9 @@ def stage_fit(ctx: StageContext) -> None:
             bar.close()
     r.attrs["fit_device"] = str(device)  # provenance: where and on which operators the fit ran
     r.attrs["fit_kernels"] = kernels
-    n_views = selected_views(r).sum(1)
+    trust = ctx.config.trust
+    support = joint_support(out.obs_weight, trust)
+    n_views = supporting_views(out.obs_weight, trust)
     M = len(out.transl)
     valid = valid_frames(n_views, fps, bcfg.max_gap_s)
     J = out.joints.copy()
@@ -335,13 +338,19 @@ def stage_fit(ctx: StageContext) -> None:
     r.put("joints", {"coco17": J[:, coco_rows(body)], "smplx": J[:, :55]})
     r.arrays["time_s"] = r["grid/time_s"]
     r.arrays["valid"] = valid
-    r.put("flags", quality_flags(out.joints, valid, n_views, fps, r["aria/position"], FACE_KEYPOINTS, out.reproj_px))
+    trusted = joint_trusted(support, valid, fps, trust)
+    r.put("flags", quality_flags(out.joints, valid, n_views, fps, r["aria/position"], FACE_KEYPOINTS, out.reproj_px,
+                                 trusted))  # fmt: skip
     per_view = np.nanmean(np.where(valid[:, None], out.reproj_px, np.nan), axis=0)
     r.put("reprojection", {"px": out.reproj_px, "per_view_px": per_view}, losses=json.dumps(out.losses))
     r.put(
         "fit",
         {
             "obs_weight": out.obs_weight.astype(np.float32),
+            "joint_support": support,
+            "joint_trusted": trusted,
+            "supporting_views": n_views.astype(np.int16),
+            "coco17_all": out.joints[:, coco_rows(body)].astype(np.float32),
             "landmark_offset_m": coco_landmark_offsets(body, out.kp_delta),
             **_camera_arrays(out.camera_refinement, inp.T_cam_world),
         },
@@ -377,12 +386,18 @@ def _camera_arrays(ref: CameraRefinement | None, calibrated: np.ndarray) -> dict
     }
 
 
+ROOT_LANDMARKS = (5, 6, 11, 12)  # COCO shoulders and hips: what the root trajectory and the codes rely on
+
+
 def stage_motion(ctx: StageContext) -> None:
     r = ctx.result
     d = derive_motion(
         r["joints/smplx"], r["smplx/global_orient"], r["valid"].astype(bool), ctx.config.fps, motion_id=ctx.take.uid
     )
-    for g, arrays in d.to_result_arrays(len(r["valid"])).items():
+    groups = d.to_result_arrays(len(r["valid"]))
+    if "fit/joint_trusted" in r.arrays:  # the root position and heading rest on the shoulders and hips
+        groups.setdefault("trajectory", {})["root_trusted"] = r["fit/joint_trusted"][:, list(ROOT_LANDMARKS)].all(-1)
+    for g, arrays in groups.items():
         r.put(g, arrays, **(d.feature_attrs() if g == "features" else {}))
     n_ev = sum(1 for es in d.events for e in es.events if e.qa_eligible)
     ctx.info["motion"] = (

@@ -11,7 +11,7 @@ from motionkit.common.home import motionkit_home
 from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
 DEMO_CONFIG = SynthConfig(takes=3, seed=2026, duration=20.0, preset="realistic")
-DEMO_VERSION = "3"
+DEMO_VERSION = "4"  # bumped whenever the generator changes what the demo takes hold
 
 
 def demo_root() -> Path:

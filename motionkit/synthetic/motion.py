@@ -39,6 +39,7 @@ class Controls:
     labels: list[tuple[float, float, str]]  # (start_s, end_s, activity)
     lift: np.ndarray | None = None  # pelvis raised above the grounded height (m): jumps
     reach: np.ndarray | None = None  # 0..1: the right arm reaches forward and up
+    kick: np.ndarray | None = None  # 0..1: the right leg swings forward
 
 
 @dataclass
@@ -70,12 +71,27 @@ BASIC_ACTIVITIES = ("walk", "turn", "stop", "lean", "crouch", "side_step", "back
 EXTENDED_ACTIVITIES = BASIC_ACTIVITIES + ("jog", "bend", "sit", "jump", "reach")
 
 
+# activities that only scenarios use (synthetic.scenarios): their durations are drawn apart from the
+# others so that the activity scripts of the generic scene do not change with them
+SCENARIO_DURATIONS_S = {"spin": (0.9, 1.5), "kick": (0.8, 1.2), "compress": (4.0, 8.0)}
+POSTURES = {"stand": (0.0, 0.0), "sit": (1.0, -0.3), "kneel": (1.0, 0.3)}  # held (crouch, pitch)
+MOVING = ("walk", "jog", "side_step", "back_step")
+
+
 def wearer_controls(
-    rng: np.random.Generator, t: np.ndarray, center: np.ndarray, radius: float, activities=BASIC_ACTIVITIES
+    rng: np.random.Generator,
+    t: np.ndarray,
+    center: np.ndarray,
+    radius: float,
+    activities=BASIC_ACTIVITIES,
+    posture: str = "stand",
 ) -> Controls:
     """A varied activity script for the camera wearer inside a disc (``center``, ``radius``), drawn
-    from ``activities`` (``BASIC_ACTIVITIES``, or ``EXTENDED_ACTIVITIES`` with jogging, bending,
-    sitting down and standing up, jumping and reaching)."""
+    from ``activities``: a tuple drawn uniformly with extra walking (``BASIC_ACTIVITIES``, or
+    ``EXTENDED_ACTIVITIES`` with jogging, bending, sitting down and standing up, jumping and
+    reaching), or a dict name -> weight (scenarios; also ``spin``, ``kick`` and ``compress``: chest
+    compressions). ``posture`` (``POSTURES``): ``sit`` or ``kneel`` is held through the take and
+    nobody walks."""
     n = len(t)
     dt = 1.0 / CONTROL_HZ
     xy = np.zeros((n, 2))
@@ -89,27 +105,42 @@ def wearer_controls(
     pos = center + rng.uniform(-0.3, 0.3, 2)
     h = rng.uniform(-np.pi, np.pi)
     i = 0
-    acts = [*activities, "walk", "walk"]
+    weighted = isinstance(activities, dict)
+    if weighted:
+        acts = list(activities)
+        p_act = np.array([activities[a] for a in acts], float)
+        p_act /= p_act.sum()
+    else:
+        acts = [*activities, "walk", "walk"]
     lift = np.zeros(n)
     reach = np.zeros(n)
+    kick = np.zeros(n)
+    held_crouch, held_pitch = POSTURES[posture]
     first = True
     while i < n:
-        act = "walk" if first else acts[rng.integers(len(acts))]
+        if weighted:
+            act = "walk" if first and posture == "stand" else acts[rng.choice(len(acts), p=p_act)]
+        else:
+            act = "walk" if first else acts[rng.integers(len(acts))]
         first = False
-        dur = {
-            "walk": rng.uniform(2.5, 4.5),
-            "turn": rng.uniform(1.2, 2.2),
-            "stop": rng.uniform(0.8, 1.6),
-            "lean": rng.uniform(2.0, 3.0),
-            "crouch": rng.uniform(2.2, 3.2),
-            "side_step": rng.uniform(1.2, 1.8),
-            "back_step": rng.uniform(1.0, 1.6),
-            "jog": rng.uniform(2.0, 3.5),
-            "bend": rng.uniform(2.0, 3.0),
-            "sit": rng.uniform(3.0, 4.5),
-            "jump": rng.uniform(1.0, 1.6),
-            "reach": rng.uniform(1.8, 2.6),
-        }[act]
+        if act in SCENARIO_DURATIONS_S:
+            dur = rng.uniform(*SCENARIO_DURATIONS_S[act])
+            spin_by = rng.choice([-1, 1]) * 2 * np.pi
+        else:
+            dur = {
+                "walk": rng.uniform(2.5, 4.5),
+                "turn": rng.uniform(1.2, 2.2),
+                "stop": rng.uniform(0.8, 1.6),
+                "lean": rng.uniform(2.0, 3.0),
+                "crouch": rng.uniform(2.2, 3.2),
+                "side_step": rng.uniform(1.2, 1.8),
+                "back_step": rng.uniform(1.0, 1.6),
+                "jog": rng.uniform(2.0, 3.5),
+                "bend": rng.uniform(2.0, 3.0),
+                "sit": rng.uniform(3.0, 4.5),
+                "jump": rng.uniform(1.0, 1.6),
+                "reach": rng.uniform(1.8, 2.6),
+            }[act]
         m = min(n - i, int(round(dur * CONTROL_HZ)))
         labels.append((t[i], t[min(i + m, n - 1)], act))
         target = center + rng.uniform(-1, 1, 2) * radius * 0.8
@@ -158,13 +189,29 @@ def wearer_controls(
                 crouch[i] = 0.45 * max(0.0, -np.sin(2 * np.pi * u))
             elif act == "reach":
                 reach[i] = bell
+            elif act == "spin":
+                h += spin_by / m
+            elif act == "kick":  # the right leg swings forward and back
+                kick[i] = bell
+            elif act == "compress":  # chest compressions at ~1.8 Hz, arms forward
+                pitch[i] = 0.15 * (0.5 - 0.5 * np.cos(2 * np.pi * 1.8 * k / CONTROL_HZ)) * min(1.0, 3 * bell)
+                reach[i] = 0.6 * min(1.0, 3 * bell)
+            if posture != "stand" and act in MOVING:
+                speed_fwd[i] = speed_side[i] = 0.0
+            crouch[i] = max(crouch[i], held_crouch)
+            pitch[i] += held_pitch
             fwd = np.array([np.cos(h), np.sin(h)])
             left = np.array([-np.sin(h), np.cos(h)])
             pos = pos + dt * (speed_fwd[i] * fwd + speed_side[i] * left)
             xy[i] = pos
             heading[i] = h
             i += 1
-    return _finish_controls(t, xy, heading, speed_fwd, speed_side, crouch, pitch, roll, rng, labels)
+    c = _finish_controls(t, xy, heading, speed_fwd, speed_side, crouch, pitch, roll, rng, labels)
+    sig = 0.05 * CONTROL_HZ  # jumps, reaches and kicks are quicker than the other controls
+    c.lift = gaussian_filter1d(lift, sig, mode="nearest") if lift.any() else None
+    c.reach = gaussian_filter1d(reach, sig, mode="nearest") if reach.any() else None
+    c.kick = gaussian_filter1d(kick, sig, mode="nearest") if kick.any() else None
+    return c
 
 
 def _finish_controls(t, xy, heading, speed_fwd, speed_side, crouch, pitch, roll, rng, labels) -> Controls:
@@ -194,10 +241,17 @@ def _finish_controls(t, xy, heading, speed_fwd, speed_side, crouch, pitch, roll,
 
 
 def follower_controls(
-    rng: np.random.Generator, t: np.ndarray, target_fn, avoid_xy: np.ndarray, max_speed=1.3, min_dist: float = 0.7
+    rng: np.random.Generator,
+    t: np.ndarray,
+    target_fn,
+    avoid_xy: np.ndarray,
+    max_speed=1.3,
+    min_dist: float = 0.7,
+    boxes: np.ndarray | None = None,
 ) -> Controls:
-    """A bystander who walks toward ``target_fn(i, pos) -> (2,)`` and keeps >= ``min_dist`` metres
-    (pelvis to pelvis) from ``avoid_xy (N, 2)``."""
+    """A bystander who walks toward ``target_fn(i, pos) -> (2,)``, keeps >= ``min_dist`` metres
+    (pelvis to pelvis) from ``avoid_xy (N, 2)`` and stays 0.3 m clear of the footprints of ``boxes
+    (K, 7)`` (furniture, ``scenarios.OCCLUDER_COLUMNS``)."""
     n = len(t)
     dt = 1.0 / CONTROL_HZ
     xy = np.zeros((n, 2))
@@ -219,12 +273,28 @@ def follower_controls(
         dn = np.linalg.norm(away)
         if dn < min_dist:  # never walk through the wearer
             new = avoid_xy[i] + away / max(dn, 1e-6) * min_dist
+        for b in boxes if boxes is not None else ():
+            new = _outside_footprint(new, b, margin=0.3)
         speed[i] = np.linalg.norm(new - pos) / dt
         pos = new
         xy[i] = pos
         heading[i] = h
     zeros = np.zeros(n)
     return _finish_controls(t, xy, heading, speed, zeros, zeros, zeros, zeros, rng, [(t[0], t[-1], "walk_around")])
+
+
+def _outside_footprint(xy: np.ndarray, box: np.ndarray, margin: float) -> np.ndarray:
+    """``xy (2,)`` moved to the nearest side of a box's footprint grown by ``margin`` when inside it."""
+    c, s = np.cos(box[6]), np.sin(box[6])
+    d = xy - box[:2]
+    local = np.array([c * d[0] + s * d[1], -s * d[0] + c * d[1]])
+    half = 0.5 * box[3:5] + margin
+    gap = half - np.abs(local)
+    if (gap <= 0).any():
+        return xy
+    k = int(np.argmin(gap))
+    local[k] = np.copysign(half[k], local[k])
+    return box[:2] + np.array([c * local[0] - s * local[1], s * local[0] + c * local[1]])
 
 
 def controls_to_pose(c: Controls) -> tuple[np.ndarray, np.ndarray]:
@@ -240,7 +310,8 @@ def controls_to_pose(c: Controls) -> tuple[np.ndarray, np.ndarray]:
     knee_l = a * 0.65 * np.maximum(0, np.sin(ph + 0.9)) ** 1.5 + 0.05 * a
     knee_r = a * 0.65 * np.maximum(0, np.sin(ph + 0.9 + np.pi)) ** 1.5 + 0.05 * a
     R[:, J["left_hip"]] = rx(-swing - 1.25 * cr) @ rz(-0.03 * np.ones(n))
-    R[:, J["right_hip"]] = rx(swing - 1.25 * cr) @ rz(0.03 * np.ones(n))
+    kick = np.zeros(n) if c.kick is None else c.kick
+    R[:, J["right_hip"]] = rx(swing - 1.25 * cr - 1.1 * kick) @ rz(0.03 * np.ones(n))
     R[:, J["left_knee"]] = rx(knee_l + 2.1 * cr)
     R[:, J["right_knee"]] = rx(knee_r + 2.1 * cr)
     R[:, J["left_ankle"]] = rx(-0.2 * knee_l + 0.15 * swing - 0.85 * cr)

@@ -10,10 +10,12 @@ from scipy.signal import lfilter
 from motionkit.conventions import COCO17_FLIP, SMPLX_TO_COCO17
 from motionkit.geometry.camera import Camera, CameraRig, look_at
 from motionkit.geometry.fisheye import kb3_project_np
+from motionkit.synthetic.scenarios import segment_hits_boxes
 
 VISIBLE_FRACTION = (
     0.3  # a person counts as visible (and is detected) with >= 30 % of COCO joints unoccluded in the image
 )
+FITTABLE_LANDMARKS = 8  # a view can support a fit of the wearer with >= 8 of the 17 landmarks unoccluded in frame
 GOPRO_K = np.array([0.036902, 0.057131, -0.057154, 0.018458])  # representative GoPro KB3 coefficients
 
 
@@ -24,8 +26,12 @@ def make_gopro_rig(
     n_cameras: int = 4,
     vertical: int | None = None,
     far: int | None = None,
+    radius_m: tuple[float, float] = (2.5, 5.0),
+    height_m: tuple[float, float] = (1.0, 2.0),
+    aim_spread_m: float = 0.4,
 ) -> CameraRig:
-    """Static GoPros on a ring of 2.5-5 m radius, 1-2 m above the floor, looking at the scene.
+    """Static GoPros on a ring of ``radius_m`` (2.5-5 m) around ``center``, ``height_m`` (1-2 m) above
+    the floor, each aimed at a point within ``aim_spread_m`` of the scene's middle, 0.9 m up.
 
     ``vertical``: index of a camera mounted in portrait (2160 x 3840), or None; ``far``: index of a
     camera placed 9-12 m away instead, or None.
@@ -34,11 +40,11 @@ def make_gopro_rig(
     phase = rng.uniform(0, 2 * np.pi)
     for i in range(n_cameras):
         ang = phase + 2 * np.pi * i / n_cameras + rng.uniform(-0.3, 0.3)
-        r = rng.uniform(2.5, 5.0)
+        r = rng.uniform(*radius_m)
         if far == i:
             r = rng.uniform(9.0, 12.0)
-        c = np.array([center[0] + r * np.cos(ang), center[1] + r * np.sin(ang), floor_z + rng.uniform(1.0, 2.0)])
-        tgt = np.array([center[0], center[1], floor_z + 0.9]) + np.r_[rng.uniform(-0.4, 0.4, 2), 0.0]
+        c = np.array([center[0] + r * np.cos(ang), center[1] + r * np.sin(ang), floor_z + rng.uniform(*height_m)])
+        tgt = np.array([center[0], center[1], floor_z + 0.9]) + np.r_[rng.uniform(-aim_spread_m, aim_spread_m, 2), 0.0]
         portrait = vertical == i
         T = look_at(c, tgt, roll=(np.pi / 2 if portrait else 0.0) + np.deg2rad(rng.uniform(-3, 3)))
         f = rng.uniform(1700.0, 1820.0)
@@ -73,13 +79,15 @@ def person_views(
     joints_people: list[np.ndarray],
     coco_people: list[np.ndarray] | None = None,
     self_occlusion: bool = True,
+    occluders: np.ndarray | None = None,
 ) -> list[PersonViews]:
     """Project every person into every view, with mutual occlusion (a closer person's core box hides
-    points behind it) and self-occlusion (a limb point well behind the torso, inside its silhouette).
+    points behind it), self-occlusion (a limb point well behind the torso, inside its silhouette) and
+    the scene's furniture (a point whose line of sight crosses an occluder box).
 
     ``joints_people``: per person ``(F, 76, 3)`` joints + vertex keypoints (boxes, occlusion);
     ``coco_people``: per person ``(F, 17, 3)`` the points a detector marks (default: ``SMPLX_TO_COCO17``
-    of the joints).
+    of the joints); ``occluders``: ``(K, 7)`` world boxes (``scenarios.OCCLUDER_COLUMNS``) or None.
     """
     if coco_people is None:
         coco_people = [jp[:, SMPLX_TO_COCO17] for jp in joints_people]
@@ -115,7 +123,7 @@ def person_views(
             -1,
         )
         boxes.append(box)
-    for p, (uv, _ok, pc, kp, kok, kpc) in enumerate(proj):
+    for p, ((uv, _ok, pc, kp, kok, kpc), cp) in enumerate(zip(proj, coco_people, strict=True)):
         W, H = sizes[:, 0][None, :, None], sizes[:, 1][None, :, None]
         inimg = kok & (kp[..., 0] >= 0) & (kp[..., 0] <= W - 1) & (kp[..., 1] >= 0) & (kp[..., 1] <= H - 1)
         depth_kp = kpc[..., 2]
@@ -134,6 +142,8 @@ def person_views(
                 & (kp[..., 1] < bq[..., 3, None])
             )
             occluded |= inside & (dq[..., None] + 0.15 < depth_kp)
+        if occluders is not None and len(occluders):
+            occluded |= segment_hits_boxes(rig.centers, cp[:, None], occluders)
         self_occluded = _self_occluded(uv, pc, kp, depth_kp) if self_occlusion else np.zeros_like(inimg)
         kp_ok = inimg & ~occluded & ~self_occluded
         frac = (inimg & ~occluded).mean(-1)

@@ -17,6 +17,7 @@ import numpy as np
 from motionkit.common.files import atomic_path
 from motionkit.conventions import TAKE_FPS
 from motionkit.geometry.camera import Camera
+from motionkit.synthetic.scenarios import box_corners
 
 STAMP_BITS = 16
 STAMP_SQUARE = 16
@@ -39,6 +40,7 @@ PERSON_COLOURS = (
 # one colour per COCO-17 keypoint marker (BGR), far from each other and from the people's colours, for
 # deterministic test detectors
 MARKER_RADIUS_PX = 3
+OCCLUDER_COLOUR = (70, 95, 120)  # BGR: brown-grey furniture
 MARKER_COLOURS = (
     (0, 180, 180),
     (0, 255, 60),
@@ -92,16 +94,25 @@ def background(width: int, height: int, seed: int) -> np.ndarray:
 
 
 def render_frame(cam: Camera, people_joints: list[np.ndarray], bg: np.ndarray,
-                 markers: list[np.ndarray] | None = None) -> np.ndarray:  # fmt: skip
+                 markers: list[np.ndarray] | None = None,
+                 occluders: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """One frame ``(H, W, 3)`` uint8 BGR seen by ``cam`` (at the written resolution, see
     ``Camera.scaled``): each person's SMPL-X joints ``(>=22, 3)`` (world, metres) drawn as capsules and a
-    head disc, far parts first; ``markers``: per person ``(17, 3)`` COCO points drawn as dots in
-    ``MARKER_COLOURS`` (for test detectors; None: no dots)."""
+    head disc, and the scene's ``occluders (K, 7)`` (world boxes) as flat grey shapes, far things first;
+    ``markers``: per person ``(17, 3)`` COCO points drawn as dots in ``MARKER_COLOURS`` (for test
+    detectors; None: no dots)."""
     import cv2
 
     img = bg.copy()
     f = float(cam.params[0])
     items = []  # (depth, kind, person, data)
+    for box in occluders if occluders is not None else ():
+        corners = box_corners(box)
+        pc = cam.world_to_cam(corners)
+        if (pc[:, 2] > 0.2).all():
+            uv = cam.project(corners)
+            hull = cv2.convexHull(np.round(uv * 16).astype(np.int32))
+            items.append((float(pc[:, 2].mean()), "box", -1, hull))  # painted at the depth of its centre
     for p, J in enumerate(people_joints):
         pc = cam.world_to_cam(J[:22])
         uv, ok = cam.project(J[:22], return_valid=True)
@@ -113,7 +124,9 @@ def render_frame(cam: Camera, people_joints: list[np.ndarray], bg: np.ndarray,
             items.append((pc[15, 2] - 0.05, "head", p, (uv[15], max(2, round(f * HEAD_RADIUS_M / pc[15, 2])))))
     for _, kind, p, data in sorted(items, key=lambda t: -t[0]):
         palette = PERSON_COLOURS[p % len(PERSON_COLOURS)]
-        if kind == "seg":
+        if kind == "box":
+            cv2.fillConvexPoly(img, data, OCCLUDER_COLOUR, lineType=cv2.LINE_AA, shift=4)
+        elif kind == "seg":
             a, b, thick, s = data
             cv2.line(img, _pt(a), _pt(b), palette[s % 3], thickness=2 * thick, lineType=cv2.LINE_AA, shift=4)
         else:
@@ -160,12 +173,12 @@ def video_sizes(cam: Camera, scale: float) -> tuple[float, float]:
 
 
 def render_camera_videos(take_dir: Path, cam: Camera, people_joints: list[np.ndarray], *, scale: float = 1.0,
-                         seed: int = 0, markers: list[np.ndarray] | None = None,
-                         drop_last: int = 0) -> list[Path]:  # fmt: skip
+                         seed: int = 0, markers: list[np.ndarray] | None = None, drop_last: int = 0,
+                         occluders: np.ndarray | None = None) -> list[Path]:  # fmt: skip
     """``frame_aligned_videos/<cam>.mp4`` (``scale`` x calibration size) and
     ``frame_aligned_videos/downscaled/448/<cam>.mp4`` of one camera: ``people_joints[p] (F, >=22, 3)``,
     ``markers[p] (F, 17, 3)``; every frame stamped with its take frame index. ``drop_last``: frames
-    left out at the end (a container shorter than the take, for tests)."""
+    left out at the end (a container shorter than the take, for tests); ``occluders (K, 7)``: furniture."""
     n = len(people_joints[0]) - drop_last
     paths = []
     for sub, s in zip(("", "downscaled/448/"), video_sizes(cam, scale), strict=True):
@@ -175,7 +188,7 @@ def render_camera_videos(take_dir: Path, cam: Camera, people_joints: list[np.nda
         def frames(c=c, bg=bg):
             for i in range(n):
                 mk = None if markers is None else [m[i] for m in markers]
-                yield stamp_frame_index(render_frame(c, [J[i] for J in people_joints], bg, mk), i)
+                yield stamp_frame_index(render_frame(c, [J[i] for J in people_joints], bg, mk, occluders), i)
 
         paths.append(write_video(take_dir / "frame_aligned_videos" / f"{sub}{cam.name}.mp4", frames()))
     return paths

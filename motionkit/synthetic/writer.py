@@ -54,7 +54,15 @@ from motionkit.synthetic.motion import (
 )
 from motionkit.synthetic.presets import PRESET_NAMES, PRESETS
 from motionkit.synthetic.releases import RELEASE_FORMATS, write_releases
-from motionkit.synthetic.scene import OBS_MISSED, DetectorNoise, make_gopro_rig, person_views, simulate_detections
+from motionkit.synthetic.scenarios import OCCLUDER_COLUMNS, Scenario, place_occluders, scenario, take_scenario
+from motionkit.synthetic.scene import (
+    FITTABLE_LANDMARKS,
+    OBS_MISSED,
+    DetectorNoise,
+    make_gopro_rig,
+    person_views,
+    simulate_detections,
+)
 from motionkit.synthetic.subject import landmark_offsets, landmarks, subject_body
 from motionkit.synthetic.video import render_camera_videos
 
@@ -72,6 +80,7 @@ class SynthConfig:
     seed: int = 0
     duration: float = 20.0  # seconds of take video
     preset: str = "realistic"
+    scenario: str = "generic"  # synthetic.scenarios.SCENARIOS: the scene and activities, with the preset's errors
     bystanders: int | None = None
     cameras: int | None = None
     vertical_camera: bool = False  # mount one camera in portrait (2160 x 3840)
@@ -117,7 +126,13 @@ class SynthConfig:
     def __post_init__(self) -> None:
         if self.preset not in PRESETS:
             raise ValueError(f"unknown preset {self.preset!r}; presets: {', '.join(PRESET_NAMES)}")
+        sc = scenario(self.scenario)
+        for k in ("cameras", "companion_near_m"):  # the scenario's scene wins over the preset's
+            if getattr(self, k) is None and getattr(sc, k) is not None:
+                setattr(self, k, getattr(sc, k))
         for k, v in PRESETS[self.preset].items():
+            if k == "bystanders" and sc.bystanders is not None:
+                continue  # None: drawn per take in the scenario's range
             if getattr(self, k) is None:
                 setattr(self, k, v)
         if self.kp_noise_frac is None and not self.kp_noise_px:
@@ -218,7 +233,8 @@ def _write_h5_group(g: h5py.Group, seq, frames_ctrl: np.ndarray, pv, coco: np.nd
 class TakeWorld:
     """The scene of one take: the floor height, the centre of the action, the true cameras (``rig``),
     the cameras in the calibration file (``calib_cams``, with their ``qualities``) and in the videos
-    (``video_cams``: names), and the extra camera (``"none"``, ``"bad"`` or ``"missing"``: ``xcam``)."""
+    (``video_cams``: names), the extra camera (``"none"``, ``"bad"`` or ``"missing"``: ``xcam``) and the
+    take's scenario (``scene``, one variant)."""
 
     floor_z: float
     center: np.ndarray
@@ -228,13 +244,15 @@ class TakeWorld:
     qualities: dict[str, int]
     extra: str
     xcam: Camera | None
+    scene: Scenario
 
 
 @dataclass
 class TakePeople:
     """Everyone's motion on the control grid ``t`` (``CONTROL_HZ``, the take plus ``pad`` s on each
     side); ``frames_ctrl (F,)`` the control samples of the 30 fps take frames; the wearer first. ``body``
-    and ``identity``: the model the people are made with; ``betas_w`` the wearer's shape."""
+    and ``identity``: the model the people are made with; ``betas_w`` the wearer's shape; ``occluders
+    (K, 7)``: the furniture placed around the wearer's start (``scenarios.OCCLUDER_COLUMNS``)."""
 
     t: np.ndarray
     pad: float
@@ -243,6 +261,7 @@ class TakePeople:
     identity: dict
     betas_w: np.ndarray
     people: list
+    occluders: np.ndarray
 
 
 @dataclass
@@ -275,6 +294,8 @@ class AriaTrack:
 def _make_world(rng: np.random.Generator, cfg: SynthConfig, index: int) -> TakeWorld:
     floor_z = rng.uniform(-1.6, -1.0)
     center = rng.uniform(-3, 3, 2)
+    sc = take_scenario(cfg.scenario, np.random.default_rng([cfg.seed, index, 7]))
+    ring = {"radius_m": sc.camera_radius_m, "height_m": sc.camera_height_m, "aim_spread_m": sc.aim_spread_m}
     rig = make_gopro_rig(
         rng,
         center,
@@ -282,6 +303,7 @@ def _make_world(rng: np.random.Generator, cfg: SynthConfig, index: int) -> TakeW
         cfg.cameras,
         vertical=(0 if cfg.vertical_camera else None),
         far=(cfg.cameras - 1 if cfg.far_camera else None),
+        **ring,
     )
     extra = cfg.extra_camera
     if extra == "auto":
@@ -292,13 +314,13 @@ def _make_world(rng: np.random.Generator, cfg: SynthConfig, index: int) -> TakeW
     video_cams = [c.name for c in all_cams]
     xcam = None
     if extra in ("bad", "missing"):
-        xr = make_gopro_rig(rng, center, floor_z, 1)[0]
+        xr = make_gopro_rig(rng, center, floor_z, 1, **ring)[0]
         xcam = Camera(f"cam{len(all_cams) + 1:02d}", xr.width, xr.height, xr.params, xr.T_world_cam)
         video_cams.append(xcam.name)
         if extra == "bad":
             calib_cams.append(xcam)
             qualities[xcam.name] = 0
-    return TakeWorld(floor_z, center, rig, calib_cams, video_cams, qualities, extra, xcam)
+    return TakeWorld(floor_z, center, rig, calib_cams, video_cams, qualities, extra, xcam, sc)
 
 
 def _bystander_target(rng: np.random.Generator, k: int, cfg: SynthConfig, t: np.ndarray, wc, rig: CameraRig):
@@ -346,14 +368,22 @@ def _make_people(rng: np.random.Generator, cfg: SynthConfig, index: int, model: 
     else:
         body, identity = BodyModel(model, dtype=torch.float64), model.identity
     betas_w = np.clip(rng.normal(0, 1.0, 10), -2.5, 2.5)
-    activities = EXTENDED_ACTIVITIES if cfg.motions == "extended" else BASIC_ACTIVITIES
-    wc = wearer_controls(rng, t, world.center, 1.8, activities)
+    sc = world.scene
+    activities = sc.activities or (EXTENDED_ACTIVITIES if cfg.motions == "extended" else BASIC_ACTIVITIES)
+    wc = wearer_controls(rng, t, world.center, sc.area_radius_m, activities, posture=sc.posture)
     people = [simulate_body(body, betas_w, wc, world.floor_z)]
-    for k in range(cfg.bystanders):
+    scene_rng = np.random.default_rng([cfg.seed, index, 6])
+    n_bystanders = (
+        cfg.bystanders
+        if cfg.bystanders is not None
+        else int(scene_rng.integers(sc.bystanders[0], sc.bystanders[1] + 1))
+    )
+    occluders = place_occluders(sc, scene_rng, wc.xy[frames_ctrl[0]], wc.heading[frames_ctrl[0]], world.floor_z)
+    for k in range(n_bystanders):
         tgt = _bystander_target(rng, k, cfg, t, wc, world.rig)
-        bc = follower_controls(rng, t, tgt, wc.xy, min_dist=cfg.bystander_min_dist_m)
+        bc = follower_controls(rng, t, tgt, wc.xy, min_dist=cfg.bystander_min_dist_m, boxes=occluders)
         people.append(simulate_body(body, np.clip(rng.normal(0, 1.0, 10), -2.5, 2.5), bc, world.floor_z))
-    return TakePeople(t, pad, frames_ctrl, body, identity, betas_w, people)
+    return TakePeople(t, pad, frames_ctrl, body, identity, betas_w, people, occluders)
 
 
 def _observe(rng: np.random.Generator, cfg: SynthConfig, index: int, world: TakeWorld, tp: TakePeople) -> TakeViews:
@@ -366,7 +396,9 @@ def _observe(rng: np.random.Generator, cfg: SynthConfig, index: int, world: Take
         ]
     else:
         coco_people = [jp[:, SMPLX_TO_COCO17] for jp in joints_people]
-    views = person_views(world.rig, joints_people, coco_people, self_occlusion=cfg.self_occlusion)
+    views = person_views(
+        world.rig, joints_people, coco_people, self_occlusion=cfg.self_occlusion, occluders=tp.occluders
+    )
     det = simulate_detections(rng, world.rig, views, cfg.detector_noise())
     scene_point = np.array([world.center[0], world.center[1], world.floor_z + 1.0])
     calib_rig = perturb_calibration(world.rig, np.random.default_rng([cfg.seed, index, 3]), cfg, scene_point)
@@ -510,6 +542,8 @@ def _write_gt(path: Path, cfg: SynthConfig, model: BodyModelFile, world: TakeWor
         f.attrs["config"] = json.dumps(asdict(cfg))
         f.attrs["activities"] = json.dumps(wearer.labels)
         f.attrs["preset"] = cfg.preset
+        f.attrs["scenario"] = world.scene.name
+        f.attrs["scenario_variant"] = json.dumps(asdict(world.scene), default=list)
         names_json = json.dumps([c.name for c in all_cams])
         for p, (seq, pv) in enumerate(zip(tp.people, tv.views, strict=True)):
             g = f.create_group("wearer" if p == 0 else f"bystander_{p}")
@@ -517,6 +551,14 @@ def _write_gt(path: Path, cfg: SynthConfig, model: BodyModelFile, world: TakeWor
             g.attrs["camera_names"] = names_json
         f["wearer/joints_world"] = wearer.joints[tp.frames_ctrl, :55]
         f["wearer/T_world_cpf"] = aria.T_world_cpf_ctrl[tp.frames_ctrl]
+        seen = tv.views[0].kp_ok  # (F, V, 17) landmark in frame and unoccluded
+        f["wearer/landmark_views"] = seen.sum(1).astype(np.int16)
+        f["wearer/fittable_views"] = (seen.sum(-1) >= FITTABLE_LANDMARKS).sum(-1).astype(np.int16)
+        rule = f"cameras with >= {FITTABLE_LANDMARKS} of 17 landmarks unoccluded in frame"
+        f["wearer/fittable_views"].attrs["rule"] = rule
+        occ = f.create_dataset("scene/occluders", data=np.asarray(tp.occluders, np.float64).reshape(-1, 7))
+        occ.attrs["columns"] = json.dumps(OCCLUDER_COLUMNS)
+        occ.attrs["frame"] = "world, z up, metres; boxes turned by yaw about z (columns)"
         kind = np.full((n_frames, len(all_cams), 17), OBS_MISSED, np.int8)
         mine = det.person_id == 0
         kind[det.frame_index[mine], det.camera[mine]] = det.obs_kind[mine]
@@ -557,8 +599,8 @@ def _takes_entry(uid: str, name: str, capture: str, split: str, world: TakeWorld
         "timesync_start_idx": aria.start,
         "timesync_end_idx": aria.start + n_frames + 1,
         "duration_sec": n_frames / TAKE_FPS,
-        "task_name": "Synthetic Walkabout",
-        "parent_task_name": "Synthetic",
+        "task_name": "Synthetic Walkabout" if world.scene.name == "generic" else f"Synthetic {world.scene.task}",
+        "parent_task_name": "Synthetic" if world.scene.name == "generic" else world.scene.task,
         "best_exo": world.rig[0].name,
         "validated": True,
         "is_dropped": False,
@@ -582,6 +624,16 @@ def _takes_entry(uid: str, name: str, capture: str, split: str, world: TakeWorld
     }
 
 
+def make_take_scene(cfg: SynthConfig, index: int, model: BodyModelFile,
+                    n_frames: int) -> tuple[TakeWorld, TakePeople, TakeViews]:  # fmt: skip
+    """The world, people and views of take ``index`` (the first sections of ``generate_take``, same
+    random streams), without writing anything."""
+    rng = np.random.default_rng([cfg.seed, index])
+    world = _make_world(rng, cfg, index)
+    tp = _make_people(rng, cfg, index, model, world, n_frames)
+    return world, tp, _observe(rng, cfg, index, world, tp)
+
+
 def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile) -> dict:
     """Generate one take under ``root`` and return its ``takes.json`` entry. ``model``: the body model
     the pipeline fits with; the people are made with it (``clean``) or with a subject model derived
@@ -592,13 +644,14 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile
         raise ValueError("annotation_offset must be a (17, 3) array of metres")
     rng = np.random.default_rng([cfg.seed, index])
     uid = take_uid_for(cfg.seed, index)
-    name = f"{cfg.take_name_prefix}_{cfg.seed}_{index:03d}"
-    capture = f"{name}_capture"
     split = cfg.split_pattern[index % len(cfg.split_pattern)]
     n_frames = int(round(cfg.duration * TAKE_FPS))
     if n_frames < 2:
         raise ValueError("duration must give at least 2 frames")
     world = _make_world(rng, cfg, index)
+    scene_word = "" if world.scene.name == "generic" else f"{world.scene.tag or world.scene.name}_"
+    name = f"{cfg.take_name_prefix}_{scene_word}{cfg.seed}_{index:03d}"  # real names tell the scenario too
+    capture = f"{name}_capture"
     tp = _make_people(rng, cfg, index, model, world, n_frames)
     tv = _observe(rng, cfg, index, world, tp)
     aria = _aria_track(rng, cfg, index, tp, n_frames)
@@ -626,7 +679,7 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile
         for k, cname in enumerate(world.video_cams):
             markers = tv.coco_people if cfg.video_markers else None
             render_camera_videos(take_dir, truth[cname], tv.joints_people, scale=cfg.video_scale,
-                                 seed=cfg.seed * 1000 + k, markers=markers)  # fmt: skip
+                                 seed=cfg.seed * 1000 + k, markers=markers, occluders=tp.occluders)  # fmt: skip
     _write_gt(root / "gt" / f"{uid}.h5", cfg, model, world, tp, tv, aria, n_frames)
     return _takes_entry(uid, name, capture, split, world, aria, n_frames)
 

@@ -1,6 +1,13 @@
 import numpy as np
 
-from motionkit.body.quality import quality_flags, valid_frames
+from motionkit.body.quality import (
+    TrustConfig,
+    joint_support,
+    joint_trusted,
+    quality_flags,
+    supporting_views,
+    valid_frames,
+)
 
 NAMES = ("nose", "right_eye", "left_eye", "right_ear", "left_ear")
 
@@ -39,3 +46,34 @@ def test_valid_frames_bridge_short_gaps_only():
     n = np.r_[np.full(10, 3), np.zeros(5), np.full(10, 3), np.zeros(20), np.full(5, 2)]
     v = valid_frames(n, 20.0, 0.5)  # 5 frames = 0.25 s: bridged; 20 frames = 1 s: not
     assert v[:25].all() and not v[25:45].any() and v[45:].all()
+
+
+def test_support_counts_views_whose_weight_is_kept():
+    cfg = TrustConfig(support_weight=0.02, view_landmarks=8)
+    w = np.zeros((3, 4, 17))
+    w[0, :3] = 0.5  # three views see everything
+    w[1, 0] = 0.5
+    w[1, 1, :8] = 0.5  # a second view sees 8 landmarks: it still supports the frame
+    w[1, 2, :7] = 0.5  # a third sees 7: it does not
+    w[2, :, :] = 0.01  # weights of guessed keypoints: too small to support anything
+    sup = joint_support(w, cfg)
+    np.testing.assert_array_equal(sup[0], np.full(17, 3))
+    np.testing.assert_array_equal(sup[1], np.r_[np.full(7, 3), 2, np.ones(9)])
+    np.testing.assert_array_equal(sup[2], np.zeros(17))
+    np.testing.assert_array_equal(supporting_views(w, cfg), [3, 2, 0])
+
+
+def test_a_joint_is_trusted_where_two_views_support_it_steadily():
+    fps, M = 20.0, 60
+    support = np.full((M, 17), 3)
+    support[10, 13] = 1  # one frame's observation dropped: the fit is smooth there, still trusted
+    support[30:45, 15:] = 1  # the ankles hidden for 0.75 s: not trusted
+    valid = np.ones(M, bool)
+    valid[50:] = False
+    t = joint_trusted(support, valid, fps, TrustConfig(support_window_s=0.25))
+    assert t[10, 13] and not t[50:].any()
+    assert not t[32:43, 15:].any() and t[32:43, :15].all()
+    assert t[:28].all() and t[47:50].all()
+    f = quality_flags(_body(M, fps, np.ones(M)), valid, np.full(M, 3), fps, np.zeros((M, 3)), NAMES,
+                      trusted=np.where(np.arange(M)[:, None] < 20, t, t & (np.arange(17) < 8)))  # fmt: skip
+    np.testing.assert_array_equal(np.flatnonzero(f["OCCLUDED"]), np.arange(20, 50))  # 3 of 12 body landmarks

@@ -124,7 +124,8 @@ def test_a_track_yields_to_a_head_much_nearer_the_anchor(realistic31):
     the wearer's head sat ~10 px from the projected anchor and the companion's ~40 px."""
     wrong = {ratio: _wearer_and_others(realistic31, AssociationConfig(track_switch_ratio=ratio))[1]
              for ratio in (np.inf, 2.0)}  # inf: the track wins whenever its head is within tau  # fmt: skip
-    assert wrong[2.0] <= 0.55 * wrong[np.inf], wrong  # measured 178 -> 95 of ~3,900 camera-frames
+    assert wrong[2.0] <= 0.75 * wrong[np.inf], wrong  # measured 123 -> 84 of ~3,900 camera-frames (178 -> 95
+    # before the synthetic wearer really jumped and reached, v0.6.0)
 
 
 def test_lean_reach_follows_the_heads_drop():

@@ -114,7 +114,9 @@ def test_truncated_video_records_its_lost_frames_and_the_take_still_fits(video_r
     assert (np.delete(status, v, axis=1) == FRAME_OK).all()
     assert json.loads(r.group_attrs["detections"]["frame_status_codes"])[BEYOND_END] == "BEYOND_END"
     assert (r["detections/count"] > 0).all()
-    assert np.mean(r["valid"]) > 0.9
+    # every sample is valid until near the end, where one camera has lost its frames and this short fit
+    # (30/60/30 iterations) keeps few observations of the others: fewer than two views support those
+    assert r["valid"][frames < take.n_frames - 9].all() and np.mean(r["valid"]) >= 0.85
 
 
 def test_rfdetr_with_random_weights_runs_every_stage_through_the_library_api(video_root, tmp_path):

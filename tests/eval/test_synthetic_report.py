@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from motionkit.eval.synthetic_report import format_difficulty, pooled_checks, selection_checks
 
@@ -30,3 +31,42 @@ def test_selection_checks_count_misses_bystanders_and_junk():
     pooled = pooled_checks([out, out, {"weight_check_counts": {"far_obs_keeping_weight": [1, 10]}}])
     assert pooled["wearer_selected_where_detected"] == {"share": 0.75, "count": 6, "of": 8}
     assert pooled["far_obs_keeping_weight"]["of"] == 10
+
+
+def test_trust_checks_count_what_they_say():
+    from motionkit.data.store import TakeResult
+    from motionkit.eval.synthetic_report import trust_checks
+
+    rng = np.random.default_rng(0)
+    M = 40
+    truth = rng.normal(0, 0.3, (M, 17, 3))
+    fit = truth + rng.normal(0, 0.002, truth.shape)  # ~3 mm: every frame and joint right ...
+    fit[10:14, :, 0] += np.where(np.arange(17) % 2, 0.2, -0.2)  # ... but four frames torn apart (~200 mm PA)
+    fit[20, 13:] += [0.08, 0.0, 0.0]  # and one frame's knees and ankles 80 mm off
+    valid = np.ones(M, bool)
+    valid[12:14] = False  # two of the bad frames marked invalid
+    valid[30:] = False  # the last ten frames invalid although fine
+    trusted = np.repeat(valid[:, None], 17, 1)
+    trusted[20, 15:] = False  # the ankles of frame 20 untrusted, its knees trusted
+    fittable = np.full(M, 3)
+    fittable[35:] = 1  # the last five frames cannot be fitted
+    fittable[10] = 1  # nor frame 10, which is valid and bad
+    seen = np.full((M, 17), 3)
+    seen[:, 0] = 1  # the nose is never seen by two cameras
+    r = TakeResult()
+    r.put("grid", {"frame_index": np.arange(M) * 3 // 2}, fps=20.0)
+    r.arrays.update({"time_s": np.arange(M) / 20.0, "valid": valid, "fit/coco17_all": fit,
+                     "fit/joint_trusted": trusted})  # fmt: skip
+    r.put("flags", {"HIGH_REPROJ": np.arange(M) == 10, "STATIC": np.arange(M) == 11})
+    out = trust_checks(r, truth, fittable, seen, n_frames=60)
+    assert out["false_trust"] == pytest.approx(2 / 28)  # frames 10, 11 valid and bad, of 28 valid
+    assert out["missed_failures"] == pytest.approx(1 / 4)  # 11: valid, bad, only STATIC (informational)
+    assert out["coverage_fittable"] == pytest.approx(27 / 34)
+    t30, t20 = np.arange(60)[:, None] / 30, np.arange(M)[None] / 20  # brute force: a 30 fps frame is covered
+    covered = (valid[None] & (t20 - 1 / 40 <= t30) & (t30 < t20 + 1 / 40)).any(1)  # by a valid sample
+    assert out["coverage_video_time"] == pytest.approx(covered.mean())
+    assert out["valid_unfittable_failures"] == 1
+    bad_joints = 2 * 17 + 4 + 2 * 17  # frames 10, 11 (valid), 12, 13 (invalid), knees and ankles of frame 20
+    assert out["trust_counts"]["joint_missed_failures"] == [2 * 17 + 2, bad_joints]
+    assert out["joint_false_trust"] == pytest.approx((2 * 17 + 2) / (28 * 17 - 2))
+    assert out["joint_coverage"] == pytest.approx((28 * 16 - 2) / (40 * 16))

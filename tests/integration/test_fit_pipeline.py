@@ -79,14 +79,20 @@ def test_fit_accuracy_coverage_and_smoothness(default_root, fitted):
         np.testing.assert_allclose(np.diff(r["time_s"]), 0.05, atol=1e-9)
         flags = r.group("flags")
         assert set(flags) == {"FEW_CAMS", "FAST_JOINT", "HIGH_ACCEL", "EYE_ARIA_FAR", "STATIC", "HIGH_REPROJ",
-                              "SHORT_SEGMENT"}  # fmt: skip
+                              "SHORT_SEGMENT", "OCCLUDED"}  # fmt: skip
         assert all(f.shape == (M,) and f.dtype == bool for f in flags.values())
-        views = (
+        selected = (
             (r["association/det_index"] >= 0)
             & r["triangulation/camera_kept"][None].astype(bool)
             & ~r["triangulation/view_outlier"].astype(bool)
-        ).sum(1)  # a VIEW_OUTLIER supports nothing
+        )  # a VIEW_OUTLIER supports nothing
+        kept = r["fit/obs_weight"] > 0.02
+        assert not (kept & ~selected[..., None]).any()
+        views = (kept.sum(-1) >= 8).sum(1)  # views that support the frame: >= 8 landmarks keep weight
         np.testing.assert_array_equal(flags["FEW_CAMS"], views < 3)
+        np.testing.assert_array_equal(r["fit/supporting_views"], views)
+        np.testing.assert_array_equal(r["fit/joint_support"], kept.sum(1))
+        assert not (r["fit/joint_trusted"].astype(bool) & ~r["valid"].astype(bool)[:, None]).any()
         assert r["reprojection/per_view_px"].shape == (len(cams),)
         # the learned landmark offsets (joint frames: x left, y up, z forward) point where the subjects'
         # landmarks sit: hips above the joint centre, knees in front (measured, both takes: hips 0.1-2.2 cm

@@ -3,7 +3,6 @@ truth on a take from a seed used nowhere else, stays above the floors real data 
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 import h5py
@@ -16,6 +15,7 @@ from motionkit.data.observations import read_observations
 from motionkit.eval.synthetic_report import take_difficulty
 from motionkit.synthetic.scene import OBS_CLEAN, OBS_MISSED, OBS_SWAPPED
 from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
+from tests.helpers import tree_digest
 
 
 @pytest.fixture(scope="module")
@@ -87,18 +87,10 @@ def test_clean_preset_is_the_fitters_own_world(tmp_path):
         np.testing.assert_allclose(lm[:, 5:], j[:, SMPLX_TO_COCO17[5:]], atol=1e-9)
 
 
-def _tree_digest(root):
-    h = hashlib.sha256()
-    for p in sorted(root.rglob("*")):
-        if p.is_file():
-            h.update(str(p.relative_to(root)).encode() + p.read_bytes())
-    return h.hexdigest()
-
-
 def test_same_seed_and_preset_give_identical_files(tmp_path):
     for d in ("a", "b"):
         write_synthetic_dataset(tmp_path / d, SynthConfig(takes=1, seed=9, duration=2.0, preset="hard"))
-    assert _tree_digest(tmp_path / "a") == _tree_digest(tmp_path / "b")
+    assert tree_digest(tmp_path / "a") == tree_digest(tmp_path / "b")
 
 
 def test_unknown_preset_is_refused():

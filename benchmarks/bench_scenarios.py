@@ -1,0 +1,109 @@
+"""Accuracy and quality control per scenario (``motionkit synth --scenario``), on held-out seeds.
+
+For each scenario: ``--takes`` takes of ``--duration`` s (splits val, train, train, ...) with the
+``--preset`` errors, fitted on the CPU; then, as the users' commands would give them:
+
+* PA-MPJPE against ``annotation3D`` on the val takes, uncorrected / corrected with offsets from the
+  train takes (``motionkit eval``), on the frames the fit calls valid;
+* the fit against the true landmarks (PA-MPJPE, all takes), coverage of the 30 fps video time, and the
+  quality-control shares of ``motionkit synth-report`` pooled over the takes: false trust, missed
+  failures, coverage of the fittable frames, joint false trust, joint missed failures, joint coverage;
+* the realised difficulty: joints seen by fewer than two cameras, frames with fewer than two fittable
+  views;
+* seconds of the whole run (load .. evaluate) per minute of take.
+
+Prints a Markdown table. ``DIR/<scenario>/`` keeps each dataset and its fits; a scenario whose fits are
+there already is only scored again (``--refit`` fits again).
+
+Usage: ``python benchmarks/bench_scenarios.py DIR [--seed 31] [--takes 3] [--duration 20] [--scenarios a,b]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def fit_scenario(folder: Path, name: str, args) -> dict:
+    from motionkit.data.egoexo4d import EgoExoDataset
+    from motionkit.pipeline import PipelineConfig, run_take
+    from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
+
+    timing = folder / "timing.json"
+    if timing.is_file() and not args.refit:
+        return json.loads(timing.read_text())
+    cfg = SynthConfig(takes=args.takes, seed=args.seed, duration=args.duration, preset=args.preset, scenario=name)
+    uids = write_synthetic_dataset(folder, cfg)
+    t0 = time.perf_counter()
+    for uid in uids:
+        run_take(folder, uid, folder / "fits", PipelineConfig(device="cpu"), progress=False, plot=False)
+    minutes = sum(t.duration_s for t in EgoExoDataset(folder).takes()) / 60.0
+    rec = {"fit_wall_s": time.perf_counter() - t0, "take_minutes": minutes, "takes": len(uids)}
+    timing.write_text(json.dumps(rec))
+    return rec
+
+
+def score_scenario(folder: Path) -> dict:
+    from motionkit.eval.run import evaluate
+    from motionkit.eval.synthetic_report import dataset_difficulty
+
+    rep = dataset_difficulty(folder, folder / "fits")
+    ev, _ = evaluate(folder, folder / "fits", split="val", offsets_from="train")
+    pa = ev["pa_mpjpe"]
+    pooled = {k: v["share"] for k, v in rep["pooled"].items()}
+    return {
+        "pa_uncorrected": pa["uncorrected"]["take_mean"],
+        "pa_corrected": (pa.get("corrected") or {}).get("take_mean"),
+        "fit_vs_truth": float(np.mean([t["fit_pa_mpjpe_mm"] for t in rep["takes"]])),
+        **pooled,
+    }
+
+
+def main() -> None:
+    from motionkit.synthetic.scenarios import SCENARIO_NAMES
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dir", type=Path)
+    ap.add_argument("--seed", type=int, default=31)
+    ap.add_argument("--takes", type=int, default=3)
+    ap.add_argument("--duration", type=float, default=20.0)
+    ap.add_argument("--preset", default="realistic")
+    ap.add_argument("--scenarios", default=",".join(SCENARIO_NAMES))
+    ap.add_argument("--refit", action="store_true")
+    args = ap.parse_args()
+    os.environ.setdefault("MOTIONKIT_HOME", str(args.dir / "home"))
+    rows = []
+    for name in args.scenarios.split(","):
+        folder = args.dir / name
+        t = fit_scenario(folder, name, args)
+        s = score_scenario(folder)
+        rows.append((name, t, s))
+    print(f"# scenarios ({args.preset}, seed {args.seed}, {args.takes} x {args.duration:g} s; "
+          f"{platform.machine()}, {os.cpu_count()} cores, CPU)")  # fmt: skip
+    print("| scenario | PA-MPJPE unc / cor | fit vs truth | coverage (video) | false trust | missed failures | "
+          "coverage fittable | joint false trust | joint missed | joint coverage | joints < 2 views | "
+          "frames < 2 fittable | s / min of take |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+
+    def pct(x):
+        return "n/a" if x is None else f"{100 * x:.1f} %"
+
+    for name, t, s in rows:
+        cor = "n/a" if s["pa_corrected"] is None else f"{s['pa_corrected']:.1f}"
+        minutes = t.get("take_minutes") or t["takes"] * args.duration / 60.0
+        print(f"| {name} | {s['pa_uncorrected']:.1f} / {cor} mm | {s['fit_vs_truth']:.1f} mm | "
+              f"{pct(s.get('coverage_video_time'))} | {pct(s.get('false_trust'))} | {pct(s.get('missed_failures'))} | "
+              f"{pct(s.get('coverage_fittable'))} | {pct(s.get('joint_false_trust'))} | "
+              f"{pct(s.get('joint_missed_failures'))} | {pct(s.get('joint_coverage'))} | "
+              f"{pct(s.get('occluded_share'))} | {pct(s.get('unfittable_share'))} | "
+              f"{t['fit_wall_s'] / minutes:.0f} |")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""``motionkit view``: the scene it builds, its standalone recording, and the page in a real browser
+(headless Chromium, skipped where it is not installed)."""
+
+from __future__ import annotations
+
+import base64
+import re
+import shutil
+import socket
+import subprocess
+
+import cv2
+import numpy as np
+import pytest
+
+from motionkit.data.store import read_result
+from motionkit.viewer import open_take, serve, take_scene, write_recording
+
+viser = pytest.importorskip("viser")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def test_scene_holds_the_fitted_body_cameras_and_trajectory(fitted_with_videos):
+    root, uid, path = fitted_with_videos
+    result = read_result(path)
+    scene = take_scene(result, open_take(result))
+    M = len(result["time_s"])
+    assert scene.joints.shape == (M, 55, 3) and scene.rotations.shape == (M, 55, 3, 3)
+    np.testing.assert_allclose(scene.joints[:, 0], result["joints/smplx"][:, 0], atol=1e-6)  # the fitted pelvis
+    assert set(scene.images) == set(scene.rig.names)  # a video frame on every camera frustum
+    assert scene.aria is not None and len(scene.annotations) == M
+
+
+def test_recording_is_a_standalone_page(fitted_with_videos, tmp_path):
+    _root, _uid, path = fitted_with_videos
+    out = write_recording(read_result(path), tmp_path / "take.html", port=_free_port())
+    html = out.read_text()
+    data = re.search(r'window.__VISER_EMBED_DATA__="([A-Za-z0-9+/=]+)"', html)
+    assert data and len(base64.b64decode(data.group(1))) > 100_000  # the mesh and every frame's bones
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _screenshot(url: str, out) -> np.ndarray:
+    cmd = [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu-sandbox", "--use-angle=swiftshader",
+           "--enable-unsafe-swiftshader", "--window-size=1000,700", "--virtual-time-budget=15000",
+           "--hide-scrollbars", f"--screenshot={out}", url]  # fmt: skip
+    subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+    return cv2.imread(str(out))[..., ::-1]  # RGB
+
+
+def _body_pixels(img: np.ndarray) -> np.ndarray:
+    """Pixels in the body's hue (magenta, any shading): red and blue well above green."""
+    r, g, b = (img[..., k].astype(int) for k in range(3))
+    return (r - g > 60) & (b - g > 60) & (np.abs(r - b) < 90)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium)")
+def test_browser_shows_the_body_where_the_camera_looks(fitted_with_videos, tmp_path):
+    _root, _uid, path = fitted_with_videos
+    port = _free_port()
+    server, viewer = serve(read_result(path), port=port, host="127.0.0.1")
+    try:
+        img = _screenshot(f"http://127.0.0.1:{port}", tmp_path / "on.png")
+        body = _body_pixels(img)
+        assert body.sum() > 300, body.sum()
+        ys, xs = np.nonzero(body)
+        h, w = body.shape
+        # the initial camera looks at the body: it is in the middle of the canvas (the GUI panel is on the right)
+        assert 0.2 * w < xs.mean() < 0.8 * w and 0.2 * h < ys.mean() < 0.8 * h, (xs.mean(), ys.mean())
+        viewer.toggles["body"].value = False
+        viewer.body.visible = False
+        img = _screenshot(f"http://127.0.0.1:{port}", tmp_path / "off.png")
+        assert _body_pixels(img).sum() < 20
+    finally:
+        server.stop()
