@@ -41,7 +41,7 @@ def import_viser():
     """The viser module, or a ``click``-friendly ``RuntimeError`` saying how to install it."""
     try:
         import viser
-    except ImportError as exc:  # pragma: no cover - depends on the environment
+    except ImportError as exc:
         raise RuntimeError(MISSING_EXTRA) from exc
     return viser
 

@@ -4,22 +4,40 @@
 from __future__ import annotations
 
 import base64
+import importlib.util
 import re
 import shutil
 import socket
 import subprocess
+import sys
 
 import cv2
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
+from motionkit.cli import main
 from motionkit.data.store import read_result
 from motionkit.viewer import open_take, serve, take_scene, write_recording
 
-viser = pytest.importorskip("viser")
+HAVE_VISER = importlib.util.find_spec("viser") is not None
+needs_viser = pytest.mark.skipif(not HAVE_VISER, reason="viser is not installed (pip install 'motionkit[viz]')")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+def test_without_viser_the_command_says_how_to_install_it(fitted_with_videos, monkeypatch, tmp_path):
+    _root, _uid, path = fitted_with_videos
+    monkeypatch.setitem(sys.modules, "viser", None)  # import viser now raises ImportError
+    out = CliRunner().invoke(main, ["view", str(path), "--out", str(tmp_path / "x.html")])
+    assert out.exit_code != 0 and "motionkit[viz]" in out.output and "Traceback" not in out.output
+    assert not (tmp_path / "x.html").exists()
+    bad = tmp_path / "broken.h5"
+    bad.write_bytes(b"not an HDF5 file")
+    out = CliRunner().invoke(main, ["view", str(bad)])
+    assert out.exit_code != 0 and "broken.h5" in out.output and "Traceback" not in out.output
+
+
+@needs_viser
 def test_scene_holds_the_fitted_body_cameras_and_trajectory(fitted_with_videos):
     root, uid, path = fitted_with_videos
     result = read_result(path)
@@ -31,6 +49,7 @@ def test_scene_holds_the_fitted_body_cameras_and_trajectory(fitted_with_videos):
     assert scene.aria is not None and len(scene.annotations) == M
 
 
+@needs_viser
 def test_recording_is_a_standalone_page(fitted_with_videos, tmp_path):
     _root, _uid, path = fitted_with_videos
     out = write_recording(read_result(path), tmp_path / "take.html", port=_free_port())
@@ -59,6 +78,7 @@ def _body_pixels(img: np.ndarray) -> np.ndarray:
     return (r - g > 60) & (b - g > 60) & (np.abs(r - b) < 90)
 
 
+@needs_viser
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium)")
 def test_browser_shows_the_body_where_the_camera_looks(fitted_with_videos, tmp_path):
     _root, _uid, path = fitted_with_videos
