@@ -1,7 +1,8 @@
 """Long takes: fit seconds per minute of take and peak memory for 20-s, 2-min and 10-min takes.
 
 Each take (generic scenario, realistic preset) is written once, then fitted by ``run_take`` in a fresh
-child process so that its peak resident memory is its own. Long takes are fitted in overlapping
+child process so that its peak resident memory is its own (after an untimed warm-up run that builds the
+fused operators and compiles the Numba functions into their caches). Long takes are fitted in overlapping
 30-s windows, batched ``body_fit.max_batch_frames`` frames at a time, so memory stays bounded and
 time grows linearly with length.
 
@@ -43,10 +44,16 @@ def main() -> None:
     ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="mk_bench_long_"))
-    env = {**os.environ, "MOTIONKIT_HOME": os.environ.get("MOTIONKIT_HOME", str(tmp / "home"))}
+    home = Path(os.environ.get("MOTIONKIT_HOME", "~/.cache/motionkit")).expanduser()
+    env = {**os.environ, "MOTIONKIT_HOME": str(tmp / "home"),
+           "MOTIONKIT_KERNELS_DIR": os.environ.get("MOTIONKIT_KERNELS_DIR", str(home / "kernels"))}  # fmt: skip
     from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
     rows = []
+    # warm-up (not timed): builds or loads the fused operators and compiles the Numba functions once
+    (warm,) = write_synthetic_dataset(tmp / "warm", SynthConfig(takes=1, seed=3, duration=2.0))
+    subprocess.run([sys.executable, "-c", CHILD, str(tmp / "warm"), warm, str(tmp / "warm" / "fits"), args.device],
+                   env=env, capture_output=True, text=True, check=True)  # fmt: skip
     for seconds in (float(s) for s in args.durations.split(",")):
         root = tmp / f"take_{int(seconds)}s"
         (uid,) = write_synthetic_dataset(root, SynthConfig(takes=1, seed=3, duration=seconds))
