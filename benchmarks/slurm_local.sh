@@ -7,7 +7,7 @@
 # motionkit says so once), starts munged, slurmctld and slurmd, and waits until the node is idle.
 set -euo pipefail
 
-STATE=${SLURM_LOCAL_DIR:-/tmp/motionkit-slurm}
+STATE=${SLURM_LOCAL_DIR:-${MOTIONKIT_HOME:-$HOME/.cache/motionkit}/slurm}
 CONF=/etc/slurm/slurm.conf
 NODE=$(hostname -s)
 CPUS=$(nproc)

@@ -11,12 +11,13 @@ written on it. Invalid samples show the frame without a body. ``--camera all`` t
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from motionkit.body.mesh import posed_vertices
-from motionkit.body.model_file import load_model_file
+from motionkit.body.model_file import BodyModelFile, load_model_file
 from motionkit.common.errors import DataError
 from motionkit.data.egoexo4d import EgoExoDataset, Take
 from motionkit.data.fitted_body import fitted_body, fitted_rig, fitted_valid
@@ -30,12 +31,27 @@ INVALID_GREY = 96
 PANEL_WIDTH = 960  # pixels across one camera's panel
 
 
-def body_vertices(result: TakeResult) -> tuple[np.ndarray, np.ndarray]:
-    """The fitted body's mesh at every grid sample: ``vertices (M, V, 3)`` world metres (meaningless
-    where not valid) and ``faces (F, 3)``."""
-    model = load_model_file(result.config.get("body_model"))
-    joints, rotations = fitted_body(result, return_transforms=True)
-    return posed_vertices(model, result["smplx/betas"], joints[:, :55], rotations), model.faces
+@dataclass
+class FittedMesh:
+    """The body model that made a fit and its pose at every grid sample: ``vertices(m)`` is the mesh
+    ``(V, 3)`` (world metres) at sample ``m`` (meaningless where the sample is not valid)."""
+
+    model: BodyModelFile
+    betas: np.ndarray
+    joints: np.ndarray  # (M, 55, 3)
+    rotations: np.ndarray  # (M, 55, 3, 3)
+
+    @classmethod
+    def of(cls, result: TakeResult) -> FittedMesh:
+        joints, rotations = fitted_body(result, return_transforms=True)
+        return cls(load_model_file(result.config.get("body_model")), result["smplx/betas"], joints[:, :55], rotations)
+
+    @property
+    def faces(self) -> np.ndarray:
+        return self.model.faces
+
+    def vertices(self, m: int) -> np.ndarray:
+        return posed_vertices(self.model, self.betas, self.joints[m : m + 1], self.rotations[m : m + 1])[0]
 
 
 def silhouette(cam: Camera, vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
@@ -100,13 +116,14 @@ def render_frames(result: TakeResult, cameras: list[str], take: Take | None = No
     missing = [c for c in cameras if c not in rig.names]
     if missing:
         raise DataError(None, f"camera(s) {', '.join(missing)} not in the fit; its cameras: {', '.join(rig.names)}")
-    vertices, faces = body_vertices(result)
+    mesh = FittedMesh.of(result)
     valid = fitted_valid(result)
     frames = result["grid/frame_index"]
     reproj = result["reprojection/px"] if "reprojection/px" in result.arrays else None
     streams = [_frames(take, rig[rig.names.index(c)], frames, width) for c in cameras]
     cols = len(cameras) if len(cameras) <= 3 else int(np.ceil(len(cameras) / 2))
     for m in range(len(frames)):
+        vertices = mesh.vertices(m) if valid[m] else None
         panels = []
         for c, stream in zip(cameras, streams, strict=True):
             img, cam = next(stream)
@@ -115,7 +132,7 @@ def render_frames(result: TakeResult, cameras: list[str], take: Take | None = No
             lines = [f"{c}  take frame {int(frames[m])}  t {m / result.fps:.2f} s",
                      "valid" + (f", reprojection {err:.1f} px" if np.isfinite(err) else ", view not used")
                      if valid[m] else "not valid: no body drawn"]  # fmt: skip
-            _draw(img, cam, vertices[m] if valid[m] else None, faces, lines)
+            _draw(img, cam, vertices, mesh.faces, lines)
             panels.append(img)
         while len(panels) % cols:
             panels.append(np.zeros_like(panels[0]))

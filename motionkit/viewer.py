@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from motionkit.body.mesh import shaped_template
 from motionkit.body.model_file import load_model_file
 from motionkit.common.errors import DataError
 from motionkit.common.files import write_text_atomic
@@ -88,8 +89,7 @@ class TakeScene:
 def take_scene(result: TakeResult, take: Take | None = None) -> TakeScene:
     """The ``TakeScene`` of a result file (``take``: its dataset take, for videos and annotations)."""
     model = load_model_file(result.config.get("body_model"))
-    betas = result["smplx/betas"]
-    v_shaped = model.v_template + model.shapedirs[..., : len(betas)] @ betas
+    v_shaped = shaped_template(model, result["smplx/betas"])
     joints, rotations = fitted_body(result, return_transforms=True)
     reproj = result["reprojection/px"] if "reprojection/px" in result.arrays else None
     with np.errstate(all="ignore"):

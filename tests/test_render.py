@@ -19,7 +19,7 @@ from motionkit.conventions import SMPLX_VERTEX_KEYPOINTS
 from motionkit.data.fitted_body import fitted_rig
 from motionkit.data.store import read_result
 from motionkit.geometry.camera import Camera
-from motionkit.render import body_vertices, render_take, silhouette
+from motionkit.render import FittedMesh, render_take, silhouette
 
 
 def test_silhouette_of_a_square_facing_the_camera():
@@ -47,7 +47,7 @@ def test_mesh_agrees_with_the_body_models_vertex_keypoints():
 def test_rendered_body_overlaps_the_true_wearer(fitted_with_videos):
     root, uid, path = fitted_with_videos
     result = read_result(path)
-    verts, faces = body_vertices(result)
+    mesh = FittedMesh.of(result)
     rig = fitted_rig(result)
     frames = result["grid/frame_index"]
     valid = result["valid"].astype(bool)
@@ -68,7 +68,7 @@ def test_rendered_body_overlaps_the_true_wearer(fitted_with_videos):
         fit_cam = cam
         iou = []
         for m in np.flatnonzero(valid)[::8]:
-            a, b = silhouette(fit_cam, verts[m], faces), silhouette(true_cam, true_verts[m], faces)
+            a, b = silhouette(fit_cam, mesh.vertices(m), mesh.faces), silhouette(true_cam, true_verts[m], mesh.faces)
             if b.sum() > 200:  # the wearer in view
                 iou.append((a & b).sum() / (a | b).sum())
         # measured: mean 0.82-0.84 per camera, min 0.77 (a clean 2-s take; the fitted shape is what limits it)
@@ -92,7 +92,7 @@ def test_render_writes_the_overlay_on_the_video(fitted_with_videos):
     ok, raw = src.read()
     raw = cv2.resize(raw, (img.shape[1], img.shape[0]), interpolation=cv2.INTER_AREA)
     cam = fitted_rig(result)[fitted_rig(result).names.index("cam02")]
-    mask = silhouette(cam.scaled(480 / cam.width), body_vertices(result)[0][m], load_model_file(None).faces)
+    mask = silhouette(cam.scaled(480 / cam.width), FittedMesh.of(result).vertices(m), load_model_file(None).faces)
     inside = np.abs(img.astype(int) - raw.astype(int)).sum(-1)[cv2.erode(mask.astype(np.uint8), np.ones((5, 5))) > 0]
     far = np.abs(img.astype(int) - raw.astype(int)).sum(-1)[cv2.dilate(mask.astype(np.uint8), np.ones((41, 41))) == 0]
     assert mask.sum() > 100 and np.median(inside) > 60  # the body is drawn where the fit puts it ...

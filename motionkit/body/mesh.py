@@ -10,15 +10,21 @@ from motionkit.body.model_file import BodyModelFile
 BODY_POSE_FEATURES = 21 * 9  # pose-corrective inputs of the 21 body joints (the first columns of posedirs)
 
 
+def shaped_template(model: BodyModelFile, betas: np.ndarray) -> np.ndarray:
+    """``(V, 3)``: the model's template with the shape blend of ``betas`` (rest pose, metres)."""
+    b = np.asarray(betas, np.float64)[: model.shapedirs.shape[-1]]
+    return model.v_template + model.shapedirs[..., : len(b)] @ b
+
+
 def posed_vertices(model: BodyModelFile, betas: np.ndarray, joints: np.ndarray, rotations: np.ndarray) -> np.ndarray:
     """Vertices ``(M, V, 3)`` (world metres) of the body with shape ``betas (10,)`` whose 55 joints sit
     at ``joints (M, 55, 3)`` with world rotations ``rotations (M, 55, 3, 3)`` (``fitted_body(...,
     return_transforms=True)``).
 
     ``v = sum_j w_vj (R_j (v_posed - J_rest_j) + J_j)``, with ``v_posed`` the shaped template plus the
-    pose correctives ``posedirs[:, :, :189] (R_local - I)`` of the 21 body joints."""
-    b = np.asarray(betas, np.float64)[: model.shapedirs.shape[-1]]
-    v_shaped = model.v_template + model.shapedirs[..., : len(b)] @ b  # (V, 3)
+    pose correctives ``posedirs[:, :, :189] (R_local - I)`` of the 21 body joints. Memory grows as
+    ``M x V x 9`` floats: pass a few frames at a time for long takes."""
+    v_shaped = shaped_template(model, betas)  # (V, 3)
     j_rest = model.J_regressor @ v_shaped  # (55, 3)
     R = np.asarray(rotations, np.float64)
     parents = model.parents

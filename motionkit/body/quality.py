@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.ndimage import convolve1d, maximum_filter1d, median_filter
 
-from motionkit.conventions import eye_midpoint
+from motionkit.conventions import COCO17_FACE, eye_midpoint
 from motionkit.geometry.interpolation import valid_runs
 
 SMOOTHING_TAPS = np.array([0.05, 0.25, 0.4, 0.25, 0.05])
@@ -21,7 +21,7 @@ STATIC_M_S = 0.1
 STATIC_WINDOW_S = 1.5
 HIGH_REPROJ_PX = 60.0
 SHORT_SEGMENT_S = 2.0
-BODY_LANDMARKS = slice(5, 17)  # COCO shoulders .. ankles
+BODY_LANDMARKS = np.setdiff1d(np.arange(17), COCO17_FACE)  # COCO shoulders .. ankles
 OCCLUDED_MIN_TRUSTED = 9  # of the 12 body landmarks
 
 
@@ -42,15 +42,19 @@ class TrustConfig:
     support_window_s: float = 0.25
 
 
+def _supporting(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:
+    """``(M, V, 17)`` bool: observations whose final fit weight ``obs_weight`` is above ``cfg.support_weight``."""
+    return np.nan_to_num(obs_weight) > cfg.support_weight
+
+
 def joint_support(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:
     """``(M, 17)`` views whose observation of each landmark supports the fit, from ``obs_weight (M, V, 17)``."""
-    return (np.nan_to_num(obs_weight) > cfg.support_weight).sum(1).astype(np.int16)
+    return _supporting(obs_weight, cfg).sum(1).astype(np.int16)
 
 
 def supporting_views(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:
     """``(M,)`` views that support the frame: ``cfg.view_landmarks`` or more supported landmarks each."""
-    per_view = (np.nan_to_num(obs_weight) > cfg.support_weight).sum(-1)
-    return (per_view >= cfg.view_landmarks).sum(-1)
+    return (_supporting(obs_weight, cfg).sum(-1) >= cfg.view_landmarks).sum(-1)
 
 
 def joint_trusted(support: np.ndarray, valid: np.ndarray, fps: float, cfg: TrustConfig) -> np.ndarray:

@@ -157,7 +157,7 @@ def take_difficulty(root: str | Path, take_uid: str, fits: str | Path | None = N
 
 FRAME_FAIL_MM = 100.0  # a frame whose PA-MPJPE against the true landmarks is above this is a failure
 JOINT_FAIL_MM = 50.0  # a joint farther than this from its true landmark is wrong
-INFORMATIONAL_FLAGS = ("STATIC",)
+INFORMATIONAL_FLAGS = ("STATIC",)  # flags that describe the motion, not the fit's quality
 TRUST_KEYS = (
     "false_trust",
     "missed_failures",
@@ -166,7 +166,7 @@ TRUST_KEYS = (
     "joint_false_trust",
     "joint_missed_failures",
     "joint_coverage",
-)  # flags that describe the motion, not the fit's quality
+)  # the shares of trust_checks that the report also gives pooled at its top level
 
 
 def trust_checks(res, truth: np.ndarray, fittable_views: np.ndarray, landmark_views: np.ndarray,

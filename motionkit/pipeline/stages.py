@@ -30,7 +30,7 @@ from motionkit.body.model import BodyModel
 from motionkit.body.quality import joint_support, joint_trusted, quality_flags, supporting_views, valid_frames
 from motionkit.common.device import resolve_device
 from motionkit.common.errors import DataError
-from motionkit.conventions import COCO17_LR_PAIRS, TAKE_FPS, fit_grid_frames, nearest_take_frames
+from motionkit.conventions import COCO17_LR_PAIRS, TAKE_FPS, TORSO_COCO17, fit_grid_frames, nearest_take_frames
 from motionkit.data.aria import DEFAULT_CPF_SOURCE
 from motionkit.data.egoexo4d import Take
 from motionkit.data.observations import write_observations
@@ -335,7 +335,8 @@ def stage_fit(ctx: StageContext) -> None:
         },
         body_model=json.dumps(body.identity),
     )
-    r.put("joints", {"coco17": J[:, coco_rows(body)], "smplx": J[:, :55]})
+    rows = coco_rows(body)
+    r.put("joints", {"coco17": J[:, rows], "smplx": J[:, :55]})
     r.arrays["time_s"] = r["grid/time_s"]
     r.arrays["valid"] = valid
     trusted = joint_trusted(support, valid, fps, trust)
@@ -350,7 +351,7 @@ def stage_fit(ctx: StageContext) -> None:
             "joint_support": support,
             "joint_trusted": trusted,
             "supporting_views": n_views.astype(np.int16),
-            "coco17_all": out.joints[:, coco_rows(body)].astype(np.float32),
+            "coco17_all": out.joints[:, rows].astype(np.float32),
             "landmark_offset_m": coco_landmark_offsets(body, out.kp_delta),
             **_camera_arrays(out.camera_refinement, inp.T_cam_world),
         },
@@ -386,17 +387,14 @@ def _camera_arrays(ref: CameraRefinement | None, calibrated: np.ndarray) -> dict
     }
 
 
-ROOT_LANDMARKS = (5, 6, 11, 12)  # COCO shoulders and hips: what the root trajectory and the codes rely on
-
-
 def stage_motion(ctx: StageContext) -> None:
     r = ctx.result
     d = derive_motion(
         r["joints/smplx"], r["smplx/global_orient"], r["valid"].astype(bool), ctx.config.fps, motion_id=ctx.take.uid
     )
     groups = d.to_result_arrays(len(r["valid"]))
-    if "fit/joint_trusted" in r.arrays:  # the root position and heading rest on the shoulders and hips
-        groups.setdefault("trajectory", {})["root_trusted"] = r["fit/joint_trusted"][:, list(ROOT_LANDMARKS)].all(-1)
+    if "fit/joint_trusted" in r.arrays:  # the root position and heading rest on the hips and shoulders
+        groups.setdefault("trajectory", {})["root_trusted"] = r["fit/joint_trusted"][:, TORSO_COCO17].all(-1)
     for g, arrays in groups.items():
         r.put(g, arrays, **(d.feature_attrs() if g == "features" else {}))
     n_ev = sum(1 for es in d.events for e in es.events if e.qa_eligible)

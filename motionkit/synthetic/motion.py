@@ -17,6 +17,7 @@ from scipy.ndimage import gaussian_filter1d
 from motionkit.body.model import BodyModel
 from motionkit.conventions import R_YUP_TO_ZUP, SMPLX_FOOT_KEYPOINTS, SMPLX_JOINT_NAMES
 from motionkit.geometry.rotations import axis_rotation, matrix_to_rotvec
+from motionkit.synthetic.scenarios import outside_footprint
 
 CONTROL_HZ = 120.0  # a multiple of 30 so that every take frame is a control sample
 J = {n: i for i, n in enumerate(SMPLX_JOINT_NAMES)}
@@ -274,27 +275,13 @@ def follower_controls(
         if dn < min_dist:  # never walk through the wearer
             new = avoid_xy[i] + away / max(dn, 1e-6) * min_dist
         for b in boxes if boxes is not None else ():
-            new = _outside_footprint(new, b, margin=0.3)
+            new = outside_footprint(new, b, margin=0.3)
         speed[i] = np.linalg.norm(new - pos) / dt
         pos = new
         xy[i] = pos
         heading[i] = h
     zeros = np.zeros(n)
     return _finish_controls(t, xy, heading, speed, zeros, zeros, zeros, zeros, rng, [(t[0], t[-1], "walk_around")])
-
-
-def _outside_footprint(xy: np.ndarray, box: np.ndarray, margin: float) -> np.ndarray:
-    """``xy (2,)`` moved to the nearest side of a box's footprint grown by ``margin`` when inside it."""
-    c, s = np.cos(box[6]), np.sin(box[6])
-    d = xy - box[:2]
-    local = np.array([c * d[0] + s * d[1], -s * d[0] + c * d[1]])
-    half = 0.5 * box[3:5] + margin
-    gap = half - np.abs(local)
-    if (gap <= 0).any():
-        return xy
-    k = int(np.argmin(gap))
-    local[k] = np.copysign(half[k], local[k])
-    return box[:2] + np.array([c * local[0] - s * local[1], s * local[0] + c * local[1]])
 
 
 def controls_to_pose(c: Controls) -> tuple[np.ndarray, np.ndarray]:

@@ -174,11 +174,33 @@ def place_occluders(sc: Scenario, rng: np.random.Generator, xy0: np.ndarray, hea
     return OCCLUDER_LAYOUTS[sc.furniture](rng, np.asarray(xy0, float), float(heading0), floor_z, sc.area_radius_m)
 
 
+def _box_rotation(box: np.ndarray) -> np.ndarray:
+    """``(3, 3)``: the box's own axes in the world (its yaw about z)."""
+    c, sn = np.cos(box[6]), np.sin(box[6])
+    return np.array([[c, -sn, 0.0], [sn, c, 0.0], [0.0, 0.0, 1.0]])
+
+
 def _to_box_frame(box: np.ndarray, points: np.ndarray) -> np.ndarray:
     """World points ``(..., 3)`` in the frame of ``box (7,)``: origin at its centre, axes along its sides."""
-    c, sn = np.cos(box[6]), np.sin(box[6])
-    d = points - box[:3]
-    return np.stack([c * d[..., 0] + sn * d[..., 1], -sn * d[..., 0] + c * d[..., 1], d[..., 2]], -1)
+    return (points - box[:3]) @ _box_rotation(box)
+
+
+def _from_box_frame(box: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """Points ``(..., 3)`` in the frame of ``box (7,)`` -> world."""
+    return local @ _box_rotation(box).T + box[:3]
+
+
+def outside_footprint(xy: np.ndarray, box: np.ndarray, margin: float) -> np.ndarray:
+    """``xy (2,)`` (world) moved to the nearest side of the footprint of ``box (7,)`` grown by ``margin``
+    when inside it; unchanged otherwise."""
+    local = _to_box_frame(box, np.r_[xy, box[2]])
+    half = 0.5 * box[3:5] + margin
+    gap = half - np.abs(local[:2])
+    if (gap <= 0).any():
+        return xy
+    k = int(np.argmin(gap))
+    local[k] = np.copysign(half[k], local[k])
+    return _from_box_frame(box, local)[:2]
 
 
 def segment_hits_boxes(origins: np.ndarray, points: np.ndarray, boxes: np.ndarray) -> np.ndarray:
@@ -208,7 +230,4 @@ def segment_hits_boxes(origins: np.ndarray, points: np.ndarray, boxes: np.ndarra
 def box_corners(box: np.ndarray) -> np.ndarray:
     """The 8 corners ``(8, 3)`` of a box ``(7,)`` (``OCCLUDER_COLUMNS``), world metres."""
     unit = np.array([[i, j, k] for i in (-0.5, 0.5) for j in (-0.5, 0.5) for k in (-0.5, 0.5)])
-    local = unit * box[3:6]
-    c, sn = np.cos(box[6]), np.sin(box[6])
-    R = np.array([[c, -sn, 0.0], [sn, c, 0.0], [0.0, 0.0, 1.0]])
-    return local @ R.T + box[:3]
+    return _from_box_frame(box, unit * box[3:6])

@@ -624,11 +624,12 @@ def _takes_entry(uid: str, name: str, capture: str, split: str, world: TakeWorld
     }
 
 
-def make_take_scene(cfg: SynthConfig, index: int, model: BodyModelFile,
-                    n_frames: int) -> tuple[TakeWorld, TakePeople, TakeViews]:  # fmt: skip
-    """The world, people and views of take ``index`` (the first sections of ``generate_take``, same
-    random streams), without writing anything."""
-    rng = np.random.default_rng([cfg.seed, index])
+def make_take_scene(cfg: SynthConfig, index: int, model: BodyModelFile, n_frames: int,
+                    rng: np.random.Generator | None = None) -> tuple[TakeWorld, TakePeople, TakeViews]:  # fmt: skip
+    """The world, people and views of take ``index``, without writing anything: the first sections of
+    ``generate_take``, drawn from the take's stream ``rng`` (default: a new one, as ``generate_take``
+    starts it)."""
+    rng = rng if rng is not None else np.random.default_rng([cfg.seed, index])
     world = _make_world(rng, cfg, index)
     tp = _make_people(rng, cfg, index, model, world, n_frames)
     return world, tp, _observe(rng, cfg, index, world, tp)
@@ -648,12 +649,10 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile
     n_frames = int(round(cfg.duration * TAKE_FPS))
     if n_frames < 2:
         raise ValueError("duration must give at least 2 frames")
-    world = _make_world(rng, cfg, index)
+    world, tp, tv = make_take_scene(cfg, index, model, n_frames, rng)
     scene_word = "" if world.scene.name == "generic" else f"{world.scene.tag or world.scene.name}_"
     name = f"{cfg.take_name_prefix}_{scene_word}{cfg.seed}_{index:03d}"  # real names tell the scenario too
     capture = f"{name}_capture"
-    tp = _make_people(rng, cfg, index, model, world, n_frames)
-    tv = _observe(rng, cfg, index, world, tp)
     aria = _aria_track(rng, cfg, index, tp, n_frames)
 
     take_dir = root / "takes" / name
