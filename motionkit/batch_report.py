@@ -3,7 +3,9 @@ output folder (``REPORT_JSON`` and the Markdown ``REPORT_MD``) and ``motionkit s
 
 The driver appends one JSON line per attempt to ``<out>/manifest.jsonl``; this module reads it without a
 lock (a line being written is skipped) and reports, for the latest attempt of every take: outcomes by
-status and reason, seconds per take per stage (median and 95th percentile), peak memory per worker, the
+status and reason, seconds per take per stage (median and 95th percentile) and the scheduling overhead
+(a take's wall time from dispatch to answer minus its stage times), the takes running now (the workers'
+markers in ``<out>/.running/``), peak memory per worker, the
 devices used, and the coverage of takes and of video time per split and scenario (the SOMA paper's
 Table 10 layout).
 """
@@ -20,6 +22,7 @@ from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.eval.compare import scenario_of
 
 REPORT_STEM, MANIFEST = "batch_report", "manifest.jsonl"
+RUNNING_DIR = ".running"  # <out>/.running/<take>.json while a worker runs the take
 REPORT_JSON, REPORT_MD = f"{REPORT_STEM}.json", f"{REPORT_STEM}.md"  # written into the batch's output folder
 
 
@@ -35,6 +38,18 @@ def read_manifest(out_dir: str | Path) -> list[dict]:
         except json.JSONDecodeError:
             continue
     return records
+
+
+def read_running(out_dir: str | Path) -> dict[str, dict]:
+    """The takes a worker runs now: ``<out_dir>/.running/<take>.json`` (host, pid, attempt, since)."""
+    running = {}
+    for mark in sorted((Path(out_dir) / RUNNING_DIR).glob("*.json")):
+        try:
+            info = json.loads(mark.read_text())
+        except (OSError, json.JSONDecodeError):  # removed or being written just now
+            continue
+        running[info.get("take", mark.stem)] = info
+    return running
 
 
 def _reason(rec: dict) -> str:
@@ -54,7 +69,10 @@ def batch_report(out_dir: str | Path, root: str | Path | None = None, expected: 
     for rec in latest.values():
         by = outcomes.setdefault(rec.get("status", "unknown"), {})
         by[_reason(rec)] = by.get(_reason(rec), 0) + 1
-    pending = [u for u in (expected or []) if u not in latest]
+    running = read_running(out_dir)
+    if running:
+        outcomes["running"] = {"running": len(running)}
+    pending = [u for u in (expected or []) if u not in latest and u not in running]
     if pending:
         outcomes["pending"] = {"not started or running": len(pending)}
     done = [r for r in latest.values() if r.get("status") == "done"]
@@ -78,6 +96,14 @@ def batch_report(out_dir: str | Path, root: str | Path | None = None, expected: 
         "outcomes": outcomes,
         "stage_seconds": stage_seconds,
         "seconds_per_take": _quantiles([float(r.get("duration_s", 0.0)) for r in done]),
+        "overhead_seconds": _quantiles(
+            [
+                float(r["wall_s"]) - sum((r.get("stage_seconds") or {}).values())
+                for r in done
+                if r.get("wall_s") is not None
+            ]
+        ),  # fmt: skip
+        "running": running,
         "peak_memory_mb": {"per_worker": workers, "max": max(workers.values()) if workers else None},
         "devices": devices,
         "coverage": coverage,
@@ -125,6 +151,13 @@ def report_markdown(rep: dict) -> str:
     q = rep["seconds_per_take"]
     if q["n"]:
         lines.append(f"| whole take | {q['median']:.2f} | {q['p95']:.2f} | {q['n']} |")
+    q = rep.get("overhead_seconds") or {}
+    if q.get("n"):
+        lines.append(f"| overhead (wall time minus stages) | {q['median']:.2f} | {q['p95']:.2f} | {q['n']} |")
+    if rep.get("running"):
+        lines += ["", "## Running now", "", "| take | host | pid | attempt | since |", "|---|---|---:|---:|---|"]
+        lines += [f"| {uid} | {r.get('host')} | {r.get('pid')} | {r.get('attempt')} | {r.get('since')} |"
+                  for uid, r in rep["running"].items()]  # fmt: skip
     lines += ["", "## Peak memory per worker", "", "| worker | MB |", "|---|---:|"]
     for w, mb in rep["peak_memory_mb"]["per_worker"].items():
         lines.append(f"| {w} | {mb:.0f} |")

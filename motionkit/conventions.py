@@ -102,6 +102,21 @@ COCO17_LIMB_CHAINS: tuple[tuple[int, int, int], ...] = tuple(
 )
 # Parent SMPL-X joint whose frame carries each COCO joint's convention offset (docs/pipeline.md, "evaluate")
 COCO17_OFFSET_PARENT = np.array([15, 15, 15, 15, 15, 13, 14, 16, 17, 18, 19, 0, 0, 1, 2, 4, 5])
+
+
+def _with_ancestors(joints) -> set[int]:
+    out: set[int] = set()
+    for j in joints:
+        while j >= 0 and j not in out:
+            out.add(int(j))
+            j = int(SMPLX_PARENTS[j])
+    return out
+
+
+# the body joints (0-21) whose rotation moves a COCO-17 landmark (its offset parent or an ancestor of it);
+# the others (ankles 7, 8, feet 10, 11, wrists 20, 21) only turn the feet and hands, which the keypoints do
+# not see: the fit holds them at rest (a prior's mean, where Adam would let them wander)
+COCO17_POSED_JOINTS = tuple(sorted(_with_ancestors(COCO17_OFFSET_PARENT)))
 # torso joints used for the closed-form global alignment: SMPL-X (1, 2, 16, 17) <-> COCO (11, 12, 5, 6)
 TORSO_SMPLX = np.array([1, 2, 16, 17])
 TORSO_COCO17 = np.array([11, 12, 5, 6])

@@ -11,23 +11,29 @@ is resumed by running it again.
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import json
 import logging
 import multiprocessing as mp
 import os
 import resource
+import signal
 import socket
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 
-from motionkit.batch_report import write_batch_report
-from motionkit.common.errors import DataError
+from motionkit.batch_report import RUNNING_DIR, write_batch_report
+from motionkit.common import faults
+from motionkit.common.errors import DataError, one_line_warning
 from motionkit.common.files import write_json_atomic
 from motionkit.data.store import result_path
 from motionkit.pipeline import STAGES, PipelineConfig, TakeRun, reusable_result, run_take, run_takes
@@ -52,7 +58,9 @@ class BatchConfig:
 
 
 def _task_config(fit_config: dict) -> PipelineConfig:
-    """The task's ``PipelineConfig``, after setting torch's threads to the task's ``_threads`` (if any)."""
+    """The task's ``PipelineConfig``, after setting torch's threads to the task's ``_threads`` (if any) and
+    installing the one-line warnings."""
+    warnings.formatwarning = one_line_warning  # as on the CLI's terminal
     fit_config = dict(fit_config)
     threads = int(fit_config.pop("_threads", 0) or 0)
     if threads:
@@ -60,9 +68,17 @@ def _task_config(fit_config: dict) -> PipelineConfig:
     return PipelineConfig.from_dict(fit_config)
 
 
-def _peak_memory_mb() -> float:
-    """This process's peak resident memory so far (MB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # kilobytes on Linux
+def _memory_mb() -> tuple[float, float]:
+    """This process's peak resident memory so far and its resident memory now (MB): ``VmHWM`` and ``VmRSS``
+    of ``/proc/self/status`` (``ru_maxrss`` survives ``exec``, so a spawned worker would report its
+    parent's peak), or ``ru_maxrss`` twice where there is no ``/proc``."""
+    try:
+        with open("/proc/self/status") as fh:
+            kb = {k: float(v.split()[0]) for k, _, v in (ln.partition(":") for ln in fh) if k in ("VmHWM", "VmRSS")}
+        return kb["VmHWM"] / 1024.0, kb["VmRSS"] / 1024.0
+    except (OSError, KeyError, ValueError):  # not Linux
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # kilobytes on Linux
+        return peak, peak
 
 
 def _run_facts(run: TakeRun) -> dict:
@@ -75,7 +91,8 @@ def _run_facts(run: TakeRun) -> dict:
 
 def _record(take_uid: str, base: dict, t0: float, error: BaseException | None = None, **extra) -> dict:
     """A manifest record: ``done``, or ``failed`` with the error (a ``DataError`` as its message, anything
-    else with its type and a short traceback) and a short ``reason``; the worker's peak memory."""
+    else with its type and a short traceback) and a short ``reason``; the worker's peak and current
+    resident memory."""
     rec = {"take": take_uid, **base, **extra}
     if error is None:
         rec.update(status="done", error="")
@@ -85,8 +102,9 @@ def _record(take_uid: str, base: dict, t0: float, error: BaseException | None = 
         rec.update(status="failed", error=f"{type(error).__name__}: {error}", reason=type(error).__name__)
         if error.__traceback__ is not None:
             rec["traceback"] = "".join(traceback.format_exception(error, limit=5))
+    rec["started"] = round(t0, 3)
     rec["duration_s"] = round(time.time() - t0, 3)
-    rec["peak_memory_mb"] = round(_peak_memory_mb(), 1)
+    rec["peak_memory_mb"], rec["rss_mb"] = (round(m, 1) for m in _memory_mb())
     return rec
 
 
@@ -94,11 +112,29 @@ def _base(attempt: int) -> dict:
     return {"attempt": attempt, "host": socket.gethostname(), "pid": os.getpid()}
 
 
+@contextlib.contextmanager
+def _running(out_dir: str, take_uids: list[str], attempt: int) -> Iterator[None]:
+    """Mark ``take_uids`` as running in ``<out_dir>/.running/`` (host, pid, attempt, since) while the block
+    runs: ``motionkit status`` lists them; a marker left behind names a worker that died."""
+    folder = Path(out_dir) / RUNNING_DIR
+    marks = [folder / f"{uid}.json" for uid in take_uids]
+    info = {**_base(attempt), "since": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    for uid, mark in zip(take_uids, marks, strict=True):
+        write_json_atomic(mark, {"take": uid, **info})
+    try:
+        yield
+    finally:
+        for mark in marks:
+            mark.unlink(missing_ok=True)
+
+
 def fit_task(root: str, take_uid: str, out_dir: str, fit_config: dict, attempt: int = 1) -> dict:
     """Run one take; never raises: returns the manifest record (status ``done`` or ``failed``)."""
     t0 = time.time()
     try:
-        run = run_take(root, take_uid, out_dir, _task_config(fit_config), progress=False)
+        with _running(out_dir, [take_uid], attempt), faults.armed(take_uid, attempt):
+            faults.check_start()
+            run = run_take(root, take_uid, out_dir, _task_config(fit_config), progress=False)
     except Exception as exc:  # noqa: BLE001 - a crashing take must not stop the others
         return _record(take_uid, _base(attempt), t0, exc)
     return _record(take_uid, _base(attempt), t0, **_run_facts(run))
@@ -108,7 +144,8 @@ def fit_group_task(root: str, take_uids: list[str], out_dir: str, fit_config: di
     """Run several takes with one batched fit; never raises: one manifest record per take."""
     t0 = time.time()
     try:
-        results = run_takes(root, take_uids, out_dir, _task_config(fit_config), plot=True)
+        with _running(out_dir, take_uids, attempt):
+            results = run_takes(root, take_uids, out_dir, _task_config(fit_config), plot=True)
     except Exception as exc:  # noqa: BLE001 - the whole group failed (e.g. out of GPU memory)
         results = [exc] * len(take_uids)
     return [
@@ -125,6 +162,29 @@ def _call(job: tuple) -> list[dict]:
     return [fit_task(*job)]
 
 
+def _job_takes(job: tuple) -> list[str]:
+    return job[1] if isinstance(job[1], list) else [job[1]]
+
+
+def _lost(job: tuple, why: str) -> list[dict]:
+    """The records of a job whose worker died before it could answer (killed, out of memory); its running
+    markers are removed (the driver's account of the job replaces them)."""
+    records = []
+    for uid in _job_takes(job):
+        mark = Path(job[2]) / RUNNING_DIR / f"{uid}.json"
+        where = json.loads(mark.read_text()) if mark.is_file() else {}
+        mark.unlink(missing_ok=True)
+        records.append({"take": uid, "attempt": job[4], "host": where.get("host"), "pid": where.get("pid"),
+                        "status": "failed", "reason": "WorkerLost", "error": f"WorkerLost: {why}"})  # fmt: skip
+    return records
+
+
+def _timed(records: list[dict], dispatched: float) -> list[dict]:
+    """Add ``wall_s``: seconds from handing the job to a worker to its answer reaching the driver."""
+    wall = round(time.time() - dispatched, 3)
+    return [{**r, "wall_s": wall} for r in records]
+
+
 def _need(module: str):
     try:
         return __import__(module)
@@ -134,27 +194,79 @@ def _need(module: str):
         ) from exc
 
 
-def _run_local(jobs: list[tuple], bc: BatchConfig) -> Iterator[dict]:
+def _exit_reason(pool: ProcessPoolExecutor) -> str:
+    """How the single worker process of a broken ``pool`` ended (its exit code or signal)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())  # the standard library keeps them here
+    for p in procs:
+        p.join(timeout=5)
+        if p.exitcode is not None and p.exitcode < 0:
+            return f"worker process {p.pid} was killed by {signal.Signals(-p.exitcode).name}"
+        if p.exitcode:
+            return f"worker process {p.pid} exited with code {p.exitcode}"
+    return "the worker process ended abruptly (killed, or out of memory)"
 
-    with ProcessPoolExecutor(max_workers=bc.workers, mp_context=mp.get_context("spawn")) as ex:
-        futs = [ex.submit(_call, j) for j in jobs]
-        for f in as_completed(futs):
-            yield from f.result()
+
+def _run_local(jobs: list[tuple], bc: BatchConfig) -> Iterator[dict]:
+    """``bc.workers`` single-process pools, one job in flight on each: a worker killed mid-take (SIGKILL, the
+    kernel's out-of-memory killer) breaks only its own pool, its job is recorded as ``WorkerLost`` and its
+    slot starts a fresh process."""
+    ctx = mp.get_context("spawn")
+    queue = collections.deque(jobs)
+    pools: list[ProcessPoolExecutor | None] = [None] * bc.workers
+    running: dict[Future, tuple[int, tuple, float]] = {}
+    try:
+        while queue or running:
+            busy = {slot for slot, _, _ in running.values()}
+            for slot in range(bc.workers):
+                if queue and slot not in busy:
+                    pools[slot] = pools[slot] or ProcessPoolExecutor(max_workers=1, mp_context=ctx)
+                    job = queue.popleft()
+                    running[pools[slot].submit(_call, job)] = (slot, job, time.time())
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                slot, job, dispatched = running.pop(fut)
+                try:
+                    records = fut.result()
+                except BrokenProcessPool:
+                    records = _lost(job, _exit_reason(pools[slot]))
+                    pools[slot].shutdown(wait=False)
+                    pools[slot] = None
+                yield from _timed(records, dispatched)
+    finally:
+        for pool in pools:
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _run_ray(jobs: list[tuple], bc: BatchConfig) -> Iterator[dict]:
+    """Ray tasks, as many in flight as the cluster has room for (``bc.workers`` on the local cluster this
+    starts); a task whose worker died is recorded as ``WorkerLost``."""
     ray = _need("ray")
     if not ray.is_initialized():
         if bc.ray_address:
             ray.init(address=bc.ray_address, log_to_driver=False)
         else:
             ray.init(num_cpus=max(bc.workers * bc.cpus_per_task, 1), include_dashboard=False, log_to_driver=False)
+    room = ray.cluster_resources()
+    slots = int(room.get("CPU", 1) // max(bc.cpus_per_task, 1))
+    if bc.gpus_per_task:
+        slots = min(slots, int(room.get("GPU", 0) // bc.gpus_per_task))
+    slots = max(1, slots if bc.ray_address else min(slots, bc.workers))
     remote = ray.remote(num_cpus=bc.cpus_per_task, num_gpus=bc.gpus_per_task, max_retries=0)(_call)
-    pending = [remote.remote(j) for j in jobs]
-    while pending:
-        done, pending = ray.wait(pending, num_returns=1)
-        for d in done:
-            yield from ray.get(d)
+    queue = collections.deque(jobs)
+    running: dict = {}  # object ref -> (job, dispatched)
+    while queue or running:
+        while queue and len(running) < slots:
+            job = queue.popleft()
+            running[remote.remote(job)] = (job, time.time())
+        finished, _ = ray.wait(list(running), num_returns=1)
+        for ref in finished:
+            job, dispatched = running.pop(ref)
+            try:
+                records = ray.get(ref)
+            except ray.exceptions.RayError as exc:  # the worker died (killed, out of memory, node lost)
+                records = _lost(job, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+            yield from _timed(records, dispatched)
 
 
 class SacctNoticeOnce(logging.Filter):
@@ -197,17 +309,17 @@ def _poll_slurm(submitit, jobs: list[tuple], bc: BatchConfig, out_dir: Path) -> 
         params["gpus_per_node"] = int(max(1, round(bc.gpus_per_task)))
     ex.update_parameters(**params)
     running = ex.map_array(_call, jobs)
-    takes_of = {id(job): j[1] if isinstance(j[1], list) else [j[1]] for job, j in zip(running, jobs, strict=True)}
+    job_of = {id(r): (j, time.time()) for r, j in zip(running, jobs, strict=True)}
     while running:
         still = []
         for job in running:
             if job.done():
+                j, dispatched = job_of[id(job)]
                 try:
-                    yield from job.result()
+                    records = job.result()
                 except Exception as exc:  # noqa: BLE001 - the job itself died (killed, out of memory)
-                    for uid in takes_of[id(job)]:
-                        yield {"take": uid, "status": "failed", "error": f"slurm job {job.job_id}: {exc}",
-                               "attempt": 0}  # fmt: skip
+                    records = _lost(j, f"slurm job {job.job_id}: {str(exc).splitlines()[0][:200]}")
+                yield from _timed(records, dispatched)
             else:
                 still.append(job)
         running = still
@@ -223,6 +335,17 @@ def _append_manifest(path: Path, rec: dict) -> None:
         os.fsync(fh.fileno())
 
 
+def _clear_leftovers(out_dir: Path, min_age_s: float = 0.0) -> None:
+    """Remove what killed workers or a killed driver left in ``out_dir``: running markers and temporary
+    files of unfinished writes, those older than ``min_age_s`` (a batch folder is written by one batch at
+    a time; Slurm jobs may outlive their driver, so their files are left until their time limit)."""
+    now = time.time()
+    for leftover in [*(out_dir / RUNNING_DIR).glob("*.json"), *out_dir.glob(".*.tmp")]:
+        with contextlib.suppress(FileNotFoundError):
+            if now - leftover.stat().st_mtime >= min_age_s:
+                leftover.unlink()
+
+
 def run_batch(root, out_dir, take_uids: list[str], fit_config: PipelineConfig, bc: BatchConfig,
               on_record: Callable[[dict], None] | None = None) -> dict:  # fmt: skip
     """Fit ``take_uids`` with the chosen executor; returns the summary (done, skipped, failed). Failures
@@ -234,6 +357,7 @@ def run_batch(root, out_dir, take_uids: list[str], fit_config: PipelineConfig, b
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest = out_dir / "manifest.jsonl"
+    _clear_leftovers(out_dir, bc.slurm_time_min * 60.0 if bc.executor == "slurm" else 0.0)
     write_json_atomic(out_dir / "batch.json", {"root": str(root), "takes": list(take_uids), "executor": bc.executor,
                                                "started": time.strftime("%Y-%m-%dT%H:%M:%S")})  # fmt: skip
     try:

@@ -11,13 +11,12 @@ written on it. Invalid samples show the frame without a body. ``--camera all`` t
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from motionkit.body.mesh import posed_vertices
-from motionkit.body.model_file import BodyModelFile, load_model_file
+from motionkit.body.mesh import PosedMesh
+from motionkit.body.model_file import load_model_file
 from motionkit.common.errors import DataError
 from motionkit.data.egoexo4d import EgoExoDataset, Take
 from motionkit.data.fitted_body import fitted_body, fitted_rig, fitted_valid
@@ -31,27 +30,14 @@ INVALID_GREY = 96
 PANEL_WIDTH = 960  # pixels across one camera's panel
 
 
-@dataclass
-class FittedMesh:
+class FittedMesh(PosedMesh):
     """The body model that made a fit and its pose at every grid sample: ``vertices(m)`` is the mesh
     ``(V, 3)`` (world metres) at sample ``m`` (meaningless where the sample is not valid)."""
-
-    model: BodyModelFile
-    betas: np.ndarray
-    joints: np.ndarray  # (M, 55, 3)
-    rotations: np.ndarray  # (M, 55, 3, 3)
 
     @classmethod
     def of(cls, result: TakeResult) -> FittedMesh:
         joints, rotations = fitted_body(result, return_transforms=True)
         return cls(load_model_file(result.config.get("body_model")), result["smplx/betas"], joints[:, :55], rotations)
-
-    @property
-    def faces(self) -> np.ndarray:
-        return self.model.faces
-
-    def vertices(self, m: int) -> np.ndarray:
-        return posed_vertices(self.model, self.betas, self.joints[m : m + 1], self.rotations[m : m + 1])[0]
 
 
 def silhouette(cam: Camera, vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:

@@ -6,15 +6,16 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from motionkit import distributed
 from motionkit.batch_report import REPORT_MD
 from motionkit.cli import main
+from motionkit.common import faults
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.store import read_result
 from motionkit.distributed import BatchConfig, SacctNoticeOnce, run_batch
@@ -94,25 +95,16 @@ def test_retries_and_force(six_takes, tmp_path, monkeypatch):
     assert s["done"] == [uids[3]]
     s2 = run_batch(root, out, [uids[3]], FAST, BatchConfig(executor="local", workers=1, force=True))
     assert s2["done"] == [uids[3]] and s2["skipped"] == []
-    real = distributed._run_local
-
-    def out_of_memory_once(jobs, bc):  # the first attempt of every take dies of MemoryError
-        if jobs[0][4] == 1:
-            for j in jobs:
-                yield {
-                    "take": j[1],
-                    "attempt": 1,
-                    "status": "failed",
-                    "error": "MemoryError: ",
-                    "reason": "MemoryError",
-                }
-        else:
-            yield from real(jobs, bc)
-
-    monkeypatch.setattr(distributed, "_run_local", out_of_memory_once)
+    plan = tmp_path / "plan.json"  # the first attempt of the take dies of MemoryError
+    plan.write_text(json.dumps({uids[4]: {"fault": "memory", "attempts": [1]}}))
+    monkeypatch.setenv(faults.PLAN_ENV, str(plan))
     s3 = run_batch(root, tmp_path / "oom", [uids[4]], FAST, BatchConfig(executor="local", workers=1, retries=1))
     recs = _manifest(tmp_path / "oom")
-    assert [(r["attempt"], r["status"]) for r in recs] == [(1, "failed"), (2, "done")] and s3["done"] == [uids[4]]
+    assert [(r["attempt"], r["status"], r.get("reason")) for r in recs] == [
+        (1, "failed", "MemoryError"),
+        (2, "done", None),
+    ]
+    assert s3["done"] == [uids[4]]
     rep = json.loads((tmp_path / "oom" / "batch_report.json").read_text())
     assert rep["outcomes"] == {"done": {"done": 1}} and rep["attempts"] == 2
     assert set(rep["stage_seconds"]) >= {"load", "fit", "evaluate"} and rep["peak_memory_mb"]["max"] > 50
@@ -120,6 +112,63 @@ def test_retries_and_force(six_takes, tmp_path, monkeypatch):
     shown = CliRunner().invoke(main, ["status", str(tmp_path / "oom"), "--json"])
     assert shown.exit_code == 0, shown.output
     assert json.loads(shown.output)["outcomes"] == rep["outcomes"]
+
+
+def _kill_when_running(out, take, killed):
+    """Kill (SIGKILL) the worker that runs ``take`` as soon as its running marker appears, once."""
+    mark = out / ".running" / f"{take}.json"
+    deadline = time.time() + 600
+    while time.time() < deadline:
+        try:
+            pid = json.loads(mark.read_text())["pid"]
+        except (OSError, ValueError, KeyError):
+            time.sleep(0.02)
+            continue
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
+        return
+
+
+@pytest.mark.parametrize("executor", ["local", "ray"])
+def test_killed_worker_and_full_disk_are_recorded_and_retried(six_takes, tmp_path, monkeypatch, executor):
+    """A worker killed mid-take (SIGKILL) and a result write that finds the disk full: both recorded with
+    their reason, retried, and done; the other takes are not disturbed; nothing half-written is left."""
+    if executor == "ray":
+        pytest.importorskip("ray")
+    root, uids = six_takes
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({uids[1]: {"fault": "disk_full", "attempts": [1]}}))
+    monkeypatch.setenv(faults.PLAN_ENV, str(plan))
+    out, killed = tmp_path / "out", []
+    killer = threading.Thread(target=_kill_when_running, args=(out, uids[3], killed), daemon=True)
+    killer.start()
+    takes = [uids[0], uids[1], uids[3], uids[4]]
+    try:
+        s = run_batch(root, out, takes, FAST, BatchConfig(executor=executor, workers=2, retries=1))
+    finally:
+        if executor == "ray":
+            import ray
+
+            ray.shutdown()
+    killer.join(timeout=1)
+    assert killed and sorted(s["done"]) == sorted(takes) and not s["failed"]
+    recs = _manifest(out)
+    lost = [r for r in recs if r["take"] == uids[3]]
+    assert [(r["attempt"], r["status"], r.get("reason")) for r in lost] == [
+        (1, "failed", "WorkerLost"),
+        (2, "done", None),
+    ]
+    if executor == "local":
+        assert "SIGKILL" in lost[0]["error"] and lost[0]["pid"] == killed[0]
+    full = [r for r in recs if r["take"] == uids[1]]
+    assert [(r["attempt"], r.get("reason")) for r in full] == [(1, "OSError"), (2, None)]
+    assert "No space left on device" in full[0]["error"]
+    assert [r["attempt"] for r in recs if r["take"] in (uids[0], uids[4])] == [1, 1]
+    assert not list(out.glob(".*.tmp")) and not list((out / ".running").glob("*"))
+    for uid in takes:
+        assert read_result(out / f"{uid}.h5").attrs["status"] == "ok"
+    rep = json.loads((out / "batch_report.json").read_text())
+    assert rep["overhead_seconds"]["n"] == 4 and 0 < rep["overhead_seconds"]["median"] < 10
 
 
 def test_killed_run_resumes_without_recomputing(six_takes, tmp_path):

@@ -33,6 +33,7 @@ from motionkit.common.device import resolve_device
 from motionkit.conventions import (
     COCO17_FLIP,
     COCO17_LIMB_LR_PAIRS,
+    COCO17_POSED_JOINTS,
     SMPLX_NUM_JOINTS,
     SMPLX_TO_COCO17,
     TAKE_FPS,
@@ -262,11 +263,14 @@ class FitVariables:
     coarse knots of ``basis`` (``body/multiscale.py``: Adam corrects slow errors as fast as quick ones;
     ``rot_weight`` keeps the root per-frame only, as knots spanning a turn swung it the wrong way round);
     ``transl (P, M + knots, 3)``; ``betas (P, 10)``; ``landmarks (P, L, 3)`` the joint landmarks' offsets,
-    after ``vertex_pad (P, Kv, 3)`` zeros for the vertex keypoints (they do not move)."""
+    after ``vertex_pad (P, Kv, 3)`` zeros for the vertex keypoints (they do not move). The joints outside
+    ``conventions.COCO17_POSED_JOINTS`` (the keypoints do not see them turn) have ``rot_weight`` 0, so they
+    get no gradient, and read ``rest (22, 3, 2)``: the identity there, 0 elsewhere (``pose_sequence``)."""
 
     basis: KnotBasis
     rot: torch.Tensor
     rot_weight: torch.Tensor
+    rest: torch.Tensor
     transl: torch.Tensor
     betas: torch.Tensor
     landmarks: torch.Tensor
@@ -333,6 +337,8 @@ def pack_problems(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig, 
     )
     basis = knot_basis(M, cfg.time_levels, device=dev, dtype=dt)
     root = (torch.arange(22, device=dev) == 0)[:, None, None].expand(22, 3, 2)
+    posed = torch.zeros(22, 1, 1, dtype=dt, device=dev)
+    posed[list(COCO17_POSED_JOINTS)] = 1.0
     L = len(body.joint_landmarks)
     learn_landmarks = L > 0 and cfg.w_landmark > 0 and kp_delta is None
     # no view of a leaf may outlive an iteration: it would keep the leaf's gradient accumulator (made on
@@ -340,7 +346,8 @@ def pack_problems(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig, 
     variables = FitVariables(
         basis=basis,
         rot=basis.parameters(T(R0[..., :2])).requires_grad_(True),
-        rot_weight=basis.frozen_weights(root).contiguous(),  # (M, E, 22, 3, 2)
+        rot_weight=(basis.frozen_weights(root) * posed).contiguous(),  # (M, E, 22, 3, 2)
+        rest=((1 - posed) * torch.eye(3, 2, dtype=dt, device=dev)).contiguous(),
         transl=basis.parameters(T(np.stack([_pad(r[2], M) for r in inits]))).requires_grad_(True),
         betas=T(np.stack(b0)).clone().requires_grad_(betas is None),
         landmarks=T(np.stack(kp_delta) if kp_delta is not None else np.zeros((P, L, 3)))
@@ -355,8 +362,9 @@ def pack_problems(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig, 
 
 # ------------------------------------------------------------------------------------------------ objective
 def pose_sequence(ops: ModuleType, v: FitVariables) -> tuple[torch.Tensor, torch.Tensor]:
-    """The 6D rotations ``(P, M, 22, 3, 2)`` and translations ``(P, M, 3)`` the body takes."""
-    return ops.knot_sequence(v.rot, v.basis, v.rot_weight), ops.knot_sequence(v.transl, v.basis)
+    """The 6D rotations ``(P, M, 22, 3, 2)`` and translations ``(P, M, 3)`` the body takes (the joints the
+    keypoints do not see at rest)."""
+    return ops.knot_sequence(v.rot, v.basis, v.rot_weight) + v.rest, ops.knot_sequence(v.transl, v.basis)
 
 
 def posed_joints(ops: ModuleType, body: BodyModel, v: FitVariables, r: torch.Tensor, tr: torch.Tensor,

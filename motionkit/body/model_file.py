@@ -8,6 +8,7 @@ output made with it as synthetic.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from dataclasses import dataclass
@@ -108,8 +109,18 @@ def resolve_model_path(path: str | os.PathLike | None = None, gender: str = "neu
 
 
 def load_model_file(path: str | os.PathLike | None = None, gender: str = "neutral") -> BodyModelFile:
-    """Load and validate an SMPL-X model (npz or pkl). See ``resolve_model_path`` for ``path``."""
+    """Load and validate an SMPL-X model (npz or pkl). See ``resolve_model_path`` for ``path``.
+
+    Kept per process (a batch worker fits many takes with one model): a file is read again only when its
+    size or modification time changed. The arrays are read-only."""
     p = resolve_model_path(path, gender)
+    st = p.stat()
+    return _load_model_file(p, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_model_file(p: Path, mtime_ns: int, size: int) -> BodyModelFile:
+    """``load_model_file`` of ``p`` as it is at ``mtime_ns`` and ``size`` (the cache key)."""
     try:
         data = dict(load_pickle(p)) if p.suffix == ".pkl" else load_npz(p)
     except DataError:
@@ -150,7 +161,7 @@ def load_model_file(path: str | os.PathLike | None = None, gender: str = "neutra
     if not np.array_equal(parents, SMPLX_PARENTS):
         raise DataError(p, "kintree_table does not match the SMPL-X kinematic tree")
     synthetic = bool(np.asarray(data.get(SYNTHETIC_KEY, False)).item()) if SYNTHETIC_KEY in data else False
-    return BodyModelFile(
+    model = BodyModelFile(
         path=str(p),
         v_template=v,
         shapedirs=shapedirs[:, :, :10].astype(np.float64),
@@ -162,6 +173,10 @@ def load_model_file(path: str | os.PathLike | None = None, gender: str = "neutra
         synthetic=synthetic,
         sha256=_sha256(p),
     )
+    for value in vars(model).values():
+        if isinstance(value, np.ndarray):
+            value.setflags(write=False)
+    return model
 
 
 def default_synthetic_model_path() -> Path:

@@ -76,8 +76,8 @@ class KnotBasis:
         ``frozen_weights`` (its channel shape broadcast against ``S``), else ``self.weight``."""
         if params.shape[1] != self.n_params:
             raise ValueError(f"parameters have {params.shape[1]} entries on axis 1, the basis {self.n_params}")
-        if not self.levels:
-            return params
+        if not self.levels:  # the per-frame values only, times their weights
+            return params if weight is None else params * weight[:, 0]
         picked = params.index_select(1, self._flat_index).view(params.shape[0], *self.index.shape, *params.shape[2:])
         if weight is None:
             weight = self.weight

@@ -8,6 +8,7 @@ import click
 
 from motionkit import __version__
 from motionkit.cli.common import LazyGroup
+from motionkit.common.errors import one_line_warning
 
 # every command: where it lives and the one line `motionkit --help` shows for it
 COMMANDS = {
@@ -44,12 +45,6 @@ def main() -> None:
     generated synthetic body is used and every output says so.
     """
     warnings.formatwarning = one_line_warning
-
-
-def one_line_warning(message, category, filename, lineno, line=None) -> str:
-    """Warnings on the terminal as one line (they name their file themselves), without Python's echo of the
-    source line that raised them."""
-    return f"warning: {message}\n"
 
 
 __all__ = ["COMMANDS", "main"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 from tqdm import tqdm
 
-from motionkit.batch_report import batch_report, report_markdown
+from motionkit.batch_report import RUNNING_DIR, batch_report, report_markdown
 from motionkit.cli.common import clean_errors, iters_option
 from motionkit.common.device import resolve_device
 from motionkit.data.egoexo4d import EgoExoDataset
@@ -291,14 +291,21 @@ def batch(root, out_dir, takes_file, split, all_takes, executor, workers, cpus_p
         slurm_time_min=slurm_time_min,
         slurm_local=slurm_local,
     )
-    bar = tqdm(total=len(uids), desc=f"batch ({executor})", unit="take")
-    seen = set()
+    bar = tqdm(total=len(uids), desc=f"batch ({executor})", unit="take")  # its ETA counts finished takes
+    finished, failed = set(), set()
 
     def on_record(rec):
-        if rec["take"] not in seen and rec["status"] in ("done", "skipped"):
-            seen.add(rec["take"])
+        final = rec["status"] in ("done", "skipped") or (
+            str(rec.get("reason", "")).startswith("DataError") or rec.get("attempt", 0) > retries
+        )
+        failed.discard(rec["take"])
+        if rec["status"] == "failed":
+            failed.add(rec["take"])
+        if final and rec["take"] not in finished:
+            finished.add(rec["take"])
             bar.update(1)
-        bar.set_postfix_str(f"{rec['take'][:8]} {rec['status']}")
+        running = sum(1 for _ in (Path(out_dir) / RUNNING_DIR).glob("*.json"))  # the workers' markers
+        bar.set_postfix_str(f"done {len(finished) - len(failed)}, failed {len(failed)}, running {running}")
 
     try:
         summary = run_batch(root, out_dir, uids, fc, bc, on_record=on_record)

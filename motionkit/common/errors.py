@@ -1,4 +1,4 @@
-"""Errors for bad input files: they name the file (and the row where it applies)."""
+"""Errors for bad input files: they name the file (and the row where it applies); warnings as one line."""
 
 from __future__ import annotations
 
@@ -19,3 +19,10 @@ class DataError(ValueError):
         if line is not None:
             where += f", line {line}"
         super().__init__(f"{where}: {message}")
+
+
+def one_line_warning(message, category, filename, lineno, line=None) -> str:
+    """A ``warnings.formatwarning`` that writes a warning as one line (motionkit's warnings name their file
+    themselves), without Python's echo of the source line that raised it. The CLI and the batch
+    workers install it."""
+    return f"warning: {message}\n"

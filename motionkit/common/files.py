@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from motionkit.common import faults
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
@@ -24,6 +26,7 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     tmp = Path(tmp)
     try:
         yield tmp
+        faults.check_write(path)  # a rehearsal's injected full disk (inactive otherwise)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)

@@ -108,8 +108,8 @@ def knot_sequence(params: torch.Tensor, basis, weight: torch.Tensor | None = Non
     ``params (P, N, *S)`` -> ``(P, M, *S)``; ``weight (M, E, *S)`` per channel, or None for the basis's
     own weights (every channel alike)."""
     register_autograd()
-    if not basis.levels:
-        return params
+    if not basis.levels:  # the per-frame values only, times their weights
+        return params if weight is None else params * weight[:, 0]
     P, N, S = params.shape[0], params.shape[1], params.shape[2:]
     w = basis.weight[..., None] if weight is None else weight.reshape(*basis.weight.shape, -1)
     flat = torch.ops.motionkit.knot_sequence(params.reshape(P, N, -1).contiguous(), basis.index, w.contiguous(),

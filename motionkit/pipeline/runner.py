@@ -60,7 +60,8 @@ def is_complete(out_dir: str | Path, take_uid: str, config: PipelineConfig) -> b
 
 @dataclass
 class TakeRun:
-    """One take's run: the result file and its contents, seconds per stage, the stages' information
+    """One take's run: the result file and its contents, seconds per stage (and for ``write`` and ``plot``:
+    writing the result file and the previews), the stages' information
     lines, the stages reused from an earlier run, and the plots written."""
 
     path: Path
@@ -181,13 +182,17 @@ def run_take(
         done.append(name)
         timings[name] = time.perf_counter() - t0
     result.attrs["stages"] = json.dumps(done)
+    t0 = time.perf_counter()
     write_result(path, result)
+    timings["write"] = time.perf_counter() - t0  # the result file and the previews are timed as well
     plots = []
     if "fit" in done and plot:
+        t0 = time.perf_counter()
         plots = [
             str(plot_fit_views(result, path.with_suffix(".views.png"))),
             str(plot_topdown(result, path.with_suffix(".topdown.png"))),
         ]
+        timings["plot"] = time.perf_counter() - t0
     return TakeRun(path, result, timings, ctx.info, reused, plots)
 
 

@@ -342,7 +342,9 @@ def stage_fit(ctx: StageContext) -> None:
     trusted = joint_trusted(support, valid, fps, trust)
     r.put("flags", quality_flags(out.joints, valid, n_views, fps, r["aria/position"], FACE_KEYPOINTS, out.reproj_px,
                                  trusted))  # fmt: skip
-    per_view = np.nanmean(np.where(valid[:, None], out.reproj_px, np.nan), axis=0)
+    seen = np.where(valid[:, None], out.reproj_px, np.nan)
+    n_seen = np.isfinite(seen).sum(axis=0)
+    per_view = np.where(n_seen > 0, np.nansum(seen, axis=0) / np.maximum(n_seen, 1), np.nan)  # NaN: never valid
     r.put("reprojection", {"px": out.reproj_px, "per_view_px": per_view}, losses=json.dumps(out.losses))
     r.put(
         "fit",

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from motionkit.body.mesh import body_parts
 from motionkit.body.model_file import load_model_file
 from motionkit.conventions import TAKE_FPS
 from motionkit.synthetic.video import background, render_frame
-from motionkit.synthetic.writer import SynthConfig, make_take_scene
+from motionkit.synthetic.writer import SynthConfig, make_take_scene, people_meshes
 
 
 def scene_picture(cfg: SynthConfig, index: int = 0, time_s: float = 2.0, camera: int = 0,
@@ -20,4 +21,6 @@ def scene_picture(cfg: SynthConfig, index: int = 0, time_s: float = 2.0, camera:
     cam = cam.scaled(width / cam.width)
     frame = min(int(round(time_s * TAKE_FPS)), len(tv.joints_people[0]) - 1)
     bg = background(cam.width, cam.height, cfg.seed)
-    return render_frame(cam, [J[frame] for J in tv.joints_people], bg, occluders=tp.occluders)
+    meshes = people_meshes(tp)
+    verts = [m.vertices(frame) for m in meshes]
+    return render_frame(cam, verts, body_parts(tp.mesh_model), bg, occluders=tp.occluders)

@@ -19,9 +19,7 @@ import dataclasses
 import hashlib
 
 import numpy as np
-import torch
 
-from motionkit.body.model import BodyModel
 from motionkit.body.model_file import BodyModelFile
 from motionkit.conventions import SMPLX_TO_COCO17
 
@@ -117,9 +115,3 @@ def subject_model(base: BodyModelFile, rng: np.random.Generator) -> tuple[BodyMo
         "note": "the people's body model: differs from the fitting body (proportions and shape space)",
     }
     return model, identity
-
-
-def subject_body(base: BodyModelFile, rng: np.random.Generator) -> tuple[BodyModel, dict]:
-    """``subject_model`` as a float64 ``BodyModel`` with every vertex keypoint."""
-    model, identity = subject_model(base, rng)
-    return BodyModel(model, dtype=torch.float64), identity

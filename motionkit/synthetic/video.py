@@ -1,6 +1,7 @@
-"""Synthetic exo videos (docs/synthetic.md, "Videos"): the people of a synthetic take drawn as filled
-body-part silhouettes over a static background, seen through each exo camera's true fisheye model,
-with a frame-index stamp in every written frame.
+"""Synthetic exo videos (docs/synthetic.md, "Videos"): the people of a synthetic take drawn as their
+body meshes, one filled shape per body part (the convex hull of the part's projected vertices, far parts
+first), over a static background, seen through each exo camera's true fisheye model, with a
+frame-index stamp in every written frame.
 
 Frame stamp: 16 squares of 16 x 16 px in the top-left corner of the written frame; square ``k`` spans
 ``x in [16k, 16k + 16)``, ``y in [0, 16)``; white = 1, black = 0; the take frame index in binary, most
@@ -9,11 +10,14 @@ significant bit first (``k = 0``).
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 
+from motionkit.body.mesh import PosedMesh, body_parts
 from motionkit.common.files import atomic_path
 from motionkit.conventions import TAKE_FPS
 from motionkit.geometry.camera import Camera
@@ -21,16 +25,8 @@ from motionkit.synthetic.scenarios import box_corners
 
 STAMP_BITS = 16
 STAMP_SQUARE = 16
+PARTS = 22  # body parts drawn, one per body joint (body.mesh.PART_OF_JOINT)
 DOWNSCALED_HEIGHT = 448  # the release's frame_aligned_videos/downscaled/448 copies
-# body parts as SMPL-X joint segments (parent, child) and their radius (m); the head is a disc at joint 15
-SEGMENTS = (
-    (0, 3, 0.13), (3, 6, 0.13), (6, 9, 0.14), (9, 12, 0.09), (12, 15, 0.06),  # pelvis, spine, neck
-    (0, 1, 0.09), (1, 4, 0.08), (4, 7, 0.06), (7, 10, 0.05),  # left leg
-    (0, 2, 0.09), (2, 5, 0.08), (5, 8, 0.06), (8, 11, 0.05),  # right leg
-    (9, 13, 0.06), (13, 16, 0.06), (16, 18, 0.05), (18, 20, 0.04),  # left arm
-    (9, 14, 0.06), (14, 17, 0.06), (17, 19, 0.05), (19, 21, 0.04),  # right arm
-)  # fmt: skip
-HEAD_RADIUS_M = 0.11
 # one hue family per person (BGR): the wearer's are warm, bystanders' cool; parts alternate shades
 PERSON_COLOURS = (
     ((40, 60, 220), (60, 110, 255), (30, 40, 160)),
@@ -93,45 +89,37 @@ def background(width: int, height: int, seed: int) -> np.ndarray:
     return np.clip(img, 0, 255).astype(np.uint8)
 
 
-def render_frame(cam: Camera, people_joints: list[np.ndarray], bg: np.ndarray,
+def render_frame(cam: Camera, people_vertices: list[np.ndarray], parts: np.ndarray, bg: np.ndarray,
                  markers: list[np.ndarray] | None = None,
                  occluders: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """One frame ``(H, W, 3)`` uint8 BGR seen by ``cam`` (at the written resolution, see
-    ``Camera.scaled``): each person's SMPL-X joints ``(>=22, 3)`` (world, metres) drawn as capsules and a
-    head disc, and the scene's ``occluders (K, 7)`` (world boxes) as flat grey shapes, far things first;
+    ``Camera.scaled``): each person's mesh ``(V, 3)`` (world, metres) drawn part by part (``parts (V,)``,
+    ``body.mesh.body_parts``: the convex hull of each part's projected vertices in one of the person's
+    colours) and the scene's ``occluders (K, 7)`` (world boxes) as flat grey shapes, far things first;
     ``markers``: per person ``(17, 3)`` COCO points drawn as dots in ``MARKER_COLOURS`` (for test
     detectors; None: no dots)."""
     import cv2
 
     img = bg.copy()
-    f = float(cam.params[0])
-    items = []  # (depth, kind, person, data)
+    items = []  # (depth, person (-1: furniture), part, fixed-point hull)
     for box in occluders if occluders is not None else ():
         corners = box_corners(box)
         pc = cam.world_to_cam(corners)
         if (pc[:, 2] > 0.2).all():
-            uv = cam.project(corners)
-            hull = cv2.convexHull(np.round(uv * 16).astype(np.int32))
-            items.append((float(pc[:, 2].mean()), "box", -1, hull))  # painted at the depth of its centre
-    for p, J in enumerate(people_joints):
-        pc = cam.world_to_cam(J[:22])
-        uv, ok = cam.project(J[:22], return_valid=True)
-        for s, (a, b, r) in enumerate(SEGMENTS):
-            if ok[a] and ok[b] and pc[a, 2] > 0.2 and pc[b, 2] > 0.2:
-                depth = 0.5 * (pc[a, 2] + pc[b, 2])
-                items.append((depth, "seg", p, (uv[a], uv[b], max(1, round(f * r / depth)), s)))
-        if ok[15] and pc[15, 2] > 0.2:
-            items.append((pc[15, 2] - 0.05, "head", p, (uv[15], max(2, round(f * HEAD_RADIUS_M / pc[15, 2])))))
-    for _, kind, p, data in sorted(items, key=lambda t: -t[0]):
-        palette = PERSON_COLOURS[p % len(PERSON_COLOURS)]
-        if kind == "box":
-            cv2.fillConvexPoly(img, data, OCCLUDER_COLOUR, lineType=cv2.LINE_AA, shift=4)
-        elif kind == "seg":
-            a, b, thick, s = data
-            cv2.line(img, _pt(a), _pt(b), palette[s % 3], thickness=2 * thick, lineType=cv2.LINE_AA, shift=4)
-        else:
-            c, rad = data
-            cv2.circle(img, _pt(c), rad * 16, palette[1], thickness=-1, lineType=cv2.LINE_AA, shift=4)
+            hull = cv2.convexHull(np.round(cam.project(corners) * 16).astype(np.int32))
+            items.append((float(pc[:, 2].mean()), -1, 0, hull))  # painted at the depth of its centre
+    for p, verts in enumerate(people_vertices):
+        uv, ok = cam.project(verts, return_valid=True)
+        depth = cam.world_to_cam(verts)[:, 2]
+        seen = ok & (depth > 0.2)
+        for part in range(PARTS):
+            sel = seen & (parts == part)
+            if sel.sum() >= 3:
+                hull = cv2.convexHull(np.round(uv[sel] * 16).astype(np.int32))
+                items.append((float(depth[sel].mean()), p, part, hull))
+    for _, p, part, hull in sorted(items, key=lambda t: -t[0]):
+        colour = OCCLUDER_COLOUR if p < 0 else PERSON_COLOURS[p % len(PERSON_COLOURS)][part % 3]
+        cv2.fillConvexPoly(img, hull, colour, lineType=cv2.LINE_AA, shift=4)
     for pts in markers or []:
         uv, ok = cam.project(pts, return_valid=True)
         for j in np.flatnonzero(ok):
@@ -145,25 +133,40 @@ def _pt(uv: np.ndarray) -> tuple[int, int]:
     return int(round(uv[0] * 16)), int(round(uv[1] * 16))
 
 
-def write_video(path: Path, frames, fps: float = TAKE_FPS) -> Path:
-    """Write BGR uint8 frames (an iterable of ``(H, W, 3)``) as MP4 (MPEG-4 part 2), atomically."""
+@contextlib.contextmanager
+def video_writer(path: Path, fps: float = TAKE_FPS) -> Iterator[Callable[[np.ndarray], None]]:
+    """Yield ``write(img)`` that appends a BGR uint8 frame ``(H, W, 3)`` to the MP4 (MPEG-4 part 2) at
+    ``path``; the file appears (atomically) when the block ends without an error."""
     import cv2
 
     writer = None
     with atomic_path(path) as tmp:
         mp4 = tmp.with_name(tmp.name + ".mp4")  # OpenCV picks the container from the extension
+
+        def write(img: np.ndarray) -> None:
+            nonlocal writer
+            if writer is None:
+                h, w = img.shape[:2]
+                writer = cv2.VideoWriter(str(mp4), cv2.VideoWriter_fourcc(*"mp4v"), fps, (w, h))
+                if not writer.isOpened():
+                    raise RuntimeError(f"cannot write {path} with OpenCV's mp4v encoder")
+            writer.write(img)
+
         try:
-            for img in frames:
-                if writer is None:
-                    h, w = img.shape[:2]
-                    writer = cv2.VideoWriter(str(mp4), cv2.VideoWriter_fourcc(*"mp4v"), fps, (w, h))
-                    if not writer.isOpened():
-                        raise RuntimeError(f"cannot write {path} with OpenCV's mp4v encoder")
-                writer.write(img)
+            yield write
         finally:
             if writer is not None:
                 writer.release()
+        if writer is None:
+            raise ValueError(f"{path}: no frames to write")
         os.replace(mp4, tmp)
+
+
+def write_video(path: Path, frames, fps: float = TAKE_FPS) -> Path:
+    """Write BGR uint8 frames (an iterable of ``(H, W, 3)``) as MP4 (MPEG-4 part 2), atomically."""
+    with video_writer(path, fps) as write:
+        for img in frames:
+            write(img)
     return path
 
 
@@ -172,23 +175,26 @@ def video_sizes(cam: Camera, scale: float) -> tuple[float, float]:
     return scale, DOWNSCALED_HEIGHT / min(cam.width, cam.height)
 
 
-def render_camera_videos(take_dir: Path, cam: Camera, people_joints: list[np.ndarray], *, scale: float = 1.0,
-                         seed: int = 0, markers: list[np.ndarray] | None = None, drop_last: int = 0,
-                         occluders: np.ndarray | None = None) -> list[Path]:  # fmt: skip
+def render_take_videos(take_dir: Path, cams: list[Camera], people: list[PosedMesh], *, scale: float = 1.0,
+                       seed: int = 0, markers: list[np.ndarray] | None = None,
+                       occluders: np.ndarray | None = None) -> list[Path]:  # fmt: skip
     """``frame_aligned_videos/<cam>.mp4`` (``scale`` x calibration size) and
-    ``frame_aligned_videos/downscaled/448/<cam>.mp4`` of one camera: ``people_joints[p] (F, >=22, 3)``,
-    ``markers[p] (F, 17, 3)``; every frame stamped with its take frame index. ``drop_last``: frames
-    left out at the end (a container shorter than the take, for tests); ``occluders (K, 7)``: furniture."""
-    n = len(people_joints[0]) - drop_last
-    paths = []
-    for sub, s in zip(("", "downscaled/448/"), video_sizes(cam, scale), strict=True):
-        c = cam.scaled(s)
-        bg = background(c.width, c.height, seed)
-
-        def frames(c=c, bg=bg):
-            for i in range(n):
-                mk = None if markers is None else [m[i] for m in markers]
-                yield stamp_frame_index(render_frame(c, [J[i] for J in people_joints], bg, mk, occluders), i)
-
-        paths.append(write_video(take_dir / "frame_aligned_videos" / f"{sub}{cam.name}.mp4", frames()))
-    return paths
+    ``frame_aligned_videos/downscaled/448/<cam>.mp4`` of every camera in ``cams`` (camera ``k``'s
+    background drawn with seed ``seed * 1000 + k``): the ``people``'s meshes (one ``PosedMesh`` per person,
+    a frame per take frame), ``markers[p] (F, 17, 3)``; every frame stamped with its take frame index.
+    Each frame's meshes are posed once for every camera; ``occluders (K, 7)``: furniture."""
+    parts = body_parts(people[0].model)
+    views = []  # (path, camera at the written size, background)
+    for k, cam in enumerate(cams):
+        for sub, s in zip(("", "downscaled/448/"), video_sizes(cam, scale), strict=True):
+            c = cam.scaled(s)
+            views.append((take_dir / "frame_aligned_videos" / f"{sub}{cam.name}.mp4", c,
+                          background(c.width, c.height, seed * 1000 + k)))  # fmt: skip
+    with contextlib.ExitStack() as stack:
+        writers = [stack.enter_context(video_writer(path)) for path, _, _ in views]
+        for i in range(len(people[0])):
+            verts = [person.vertices(i) for person in people]
+            mk = None if markers is None else [m[i] for m in markers]
+            for write, (_, c, bg) in zip(writers, views, strict=True):
+                write(stamp_frame_index(render_frame(c, verts, parts, bg, mk, occluders), i))
+    return [path for path, _, _ in views]

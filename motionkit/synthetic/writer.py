@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from scipy.interpolate import CubicSpline
 from scipy.spatial.transform import Rotation, RotationSpline
 from tqdm import tqdm
 
+from motionkit.body.mesh import PosedMesh
 from motionkit.body.model import BodyModel
 from motionkit.body.model_file import BodyModelFile, load_model_file
 from motionkit.common.files import atomic_path, write_json_atomic, write_text_atomic
@@ -63,8 +65,8 @@ from motionkit.synthetic.scene import (
     person_views,
     simulate_detections,
 )
-from motionkit.synthetic.subject import landmark_offsets, landmarks, subject_body
-from motionkit.synthetic.video import render_camera_videos
+from motionkit.synthetic.subject import landmark_offsets, landmarks, subject_model
+from motionkit.synthetic.video import render_take_videos
 
 UID_NAMESPACE = uuid.UUID("6f1f4c56-3c1e-4b47-9a55-5d1f8e7c2a10")
 T_CPF_RGB = make_transform(np.diag([-1.0, -1.0, 1.0]), np.array([0.056, 0.007121, 0.012883]))
@@ -251,13 +253,15 @@ class TakeWorld:
 class TakePeople:
     """Everyone's motion on the control grid ``t`` (``CONTROL_HZ``, the take plus ``pad`` s on each
     side); ``frames_ctrl (F,)`` the control samples of the 30 fps take frames; the wearer first. ``body``
-    and ``identity``: the model the people are made with; ``betas_w`` the wearer's shape; ``occluders
-    (K, 7)``: the furniture placed around the wearer's start (``scenarios.OCCLUDER_COLUMNS``)."""
+    and ``identity``: the model the people are made with (``mesh_model`` its file); ``betas_w`` the
+    wearer's shape; ``occluders (K, 7)``: the furniture placed around the wearer's start
+    (``scenarios.OCCLUDER_COLUMNS``)."""
 
     t: np.ndarray
     pad: float
     frames_ctrl: np.ndarray
     body: BodyModel
+    mesh_model: BodyModelFile
     identity: dict
     betas_w: np.ndarray
     people: list
@@ -329,7 +333,7 @@ def _bystander_target(rng: np.random.Generator, k: int, cfg: SynthConfig, t: np.
     and a camera, then on to another."""
     n_ctrl = len(t)
     if k % 2 == 0:
-        r0 = rng.uniform(cfg.companion_near_m, 1.3)
+        r0 = rng.uniform(cfg.companion_near_m, max(1.3, cfg.companion_near_m))
         w0, ph = rng.choice([-1, 1]) * rng.uniform(0.4, 0.8), rng.uniform(0, 2 * np.pi)
 
         def companion(i, pos):
@@ -364,9 +368,10 @@ def _make_people(rng: np.random.Generator, cfg: SynthConfig, index: int, model: 
     t = -pad + np.arange(n_ctrl) / CONTROL_HZ
     frames_ctrl = int(round(pad * CONTROL_HZ)) + np.arange(n_frames) * int(CONTROL_HZ / TAKE_FPS)
     if cfg.subject_model:
-        body, identity = subject_body(model, np.random.default_rng([cfg.seed, index, 1]))
+        mesh_model, identity = subject_model(model, np.random.default_rng([cfg.seed, index, 1]))
     else:
-        body, identity = BodyModel(model, dtype=torch.float64), model.identity
+        mesh_model, identity = model, model.identity
+    body = BodyModel(mesh_model, dtype=torch.float64)
     betas_w = np.clip(rng.normal(0, 1.0, 10), -2.5, 2.5)
     sc = world.scene
     activities = sc.activities or (EXTENDED_ACTIVITIES if cfg.motions == "extended" else BASIC_ACTIVITIES)
@@ -383,7 +388,13 @@ def _make_people(rng: np.random.Generator, cfg: SynthConfig, index: int, model: 
         tgt = _bystander_target(rng, k, cfg, t, wc, world.rig)
         bc = follower_controls(rng, t, tgt, wc.xy, min_dist=cfg.bystander_min_dist_m, boxes=occluders)
         people.append(simulate_body(body, np.clip(rng.normal(0, 1.0, 10), -2.5, 2.5), bc, world.floor_z))
-    return TakePeople(t, pad, frames_ctrl, body, identity, betas_w, people, occluders)
+    return TakePeople(t, pad, frames_ctrl, body, mesh_model, identity, betas_w, people, occluders)
+
+
+def people_meshes(tp: TakePeople) -> list[PosedMesh]:
+    """Everyone's body mesh at the take frames (the wearer first)."""
+    return [PosedMesh(tp.mesh_model, p.betas, p.joints[tp.frames_ctrl, :55].astype(np.float64),
+                      p.global_rotations[tp.frames_ctrl].astype(np.float64)) for p in tp.people]  # fmt: skip
 
 
 def _observe(rng: np.random.Generator, cfg: SynthConfig, index: int, world: TakeWorld, tp: TakePeople) -> TakeViews:
@@ -675,29 +686,36 @@ def generate_take(root: Path, cfg: SynthConfig, index: int, model: BodyModelFile
         truth = {c.name: c for c in world.rig}
         if world.xcam is not None:
             truth[world.xcam.name] = world.xcam
-        for k, cname in enumerate(world.video_cams):
-            markers = tv.coco_people if cfg.video_markers else None
-            render_camera_videos(take_dir, truth[cname], tv.joints_people, scale=cfg.video_scale,
-                                 seed=cfg.seed * 1000 + k, markers=markers, occluders=tp.occluders)  # fmt: skip
+        markers = tv.coco_people if cfg.video_markers else None
+        render_take_videos(take_dir, [truth[c] for c in world.video_cams], people_meshes(tp), scale=cfg.video_scale,
+                           seed=cfg.seed, markers=markers, occluders=tp.occluders)  # fmt: skip
     _write_gt(root / "gt" / f"{uid}.h5", cfg, model, world, tp, tv, aria, n_frames)
     return _takes_entry(uid, name, capture, split, world, aria, n_frames)
 
 
-def write_synthetic_dataset(root, cfg: SynthConfig | None = None, progress: bool = False) -> list[str]:
-    """Write ``cfg.takes`` synthetic takes under ``root``; returns their take uids (deterministic per seed)."""
+def write_synthetic_dataset(root, cfg: SynthConfig | None = None, progress: bool = False,
+                            take_configs: Sequence[SynthConfig] | None = None) -> list[str]:  # fmt: skip
+    """Write ``cfg.takes`` synthetic takes under ``root``; returns their take uids (deterministic per seed).
+
+    ``take_configs``: one config per take instead (take ``i`` is made with ``take_configs[i]`` and index
+    ``i``: a dataset of mixed durations, scenarios or presets; ``cfg`` then gives only the releases and the
+    body model). Every take's ``gt`` file records the config it was made with."""
     cfg = cfg or SynthConfig()
     bad = set(cfg.releases) - set(RELEASE_FORMATS)
     if bad:
         raise ValueError(f"unknown releases {sorted(bad)}; choose from {', '.join(RELEASE_FORMATS)}")
+    configs = list(take_configs) if take_configs is not None else [cfg] * cfg.takes
+    if any(c.body_model != cfg.body_model for c in configs):
+        raise ValueError("every take config must use the dataset's body model")
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     mf = load_model_file(cfg.body_model)
     entries = []
-    it = range(cfg.takes)
+    it = range(len(configs))
     if progress:
         it = tqdm(it, desc="synth takes", unit="take")
     for i in it:
-        entries.append(generate_take(root, cfg, i, mf))
+        entries.append(generate_take(root, configs[i], i, mf))
     splits = {e["take_uid"]: e.pop("split") for e in entries}
     write_json_atomic(root / "takes.json", entries, indent=1)
     write_json_atomic(
@@ -718,7 +736,11 @@ def write_synthetic_dataset(root, cfg: SynthConfig | None = None, progress: bool
     )
     write_json_atomic(
         root / "motionkit_synthetic.json",
-        {"config": asdict(cfg), "body_model": mf.identity, "note": "synthetic dataset generated by motionkit synth"},
+        {
+            "config": asdict(cfg) if take_configs is None else [asdict(c) for c in configs],
+            "body_model": mf.identity,
+            "note": "synthetic dataset generated by motionkit synth",
+        },  # fmt: skip
     )
     if cfg.releases:
         write_releases(root, tuple(cfg.releases), cfg.seed)

@@ -121,3 +121,20 @@ def test_missing_model_path(tmp_path):
         load_model_file(tmp_path / "nope.npz")
     with pytest.raises(DataError, match="no SMPLX_NEUTRAL"):
         load_model_file(tmp_path)
+
+
+def test_model_file_is_read_once_until_it_changes(tmp_path):
+    """A batch worker fits many takes with one model: the file is read once per process, again only after
+    it changed; the arrays it hands out cannot be modified by one caller under another's feet."""
+    path = tmp_path / "SMPLX_NEUTRAL.npz"
+    generate_synthetic_smplx(path)
+    first = load_model_file(path)
+    assert load_model_file(path) is first
+    with pytest.raises(ValueError, match="read-only"):
+        first.v_template[0, 0] = 1.0
+    arrays = dict(np.load(path))
+    arrays["v_template"] = arrays["v_template"] + 0.01
+    np.savez(path, **arrays)
+    changed = load_model_file(path)
+    assert changed is not first and changed.sha256 != first.sha256
+    np.testing.assert_allclose(changed.v_template, first.v_template + 0.01, atol=1e-6)

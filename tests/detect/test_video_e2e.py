@@ -11,6 +11,8 @@ import h5py
 import numpy as np
 import pytest
 
+from motionkit.body.mesh import body_parts
+from motionkit.body.model_file import load_model_file
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.store import read_result
 from motionkit.detect.frames import BEYOND_END, FRAME_OK, exo_video_path, read_frames, video_info
@@ -18,17 +20,21 @@ from motionkit.detect.topdown import detect_people, scale_points, topdown_keypoi
 from motionkit.geometry.camera import Camera
 from motionkit.pipeline import PipelineConfig, run_fit
 from motionkit.synthetic.video import MARKER_RADIUS_PX, background, read_frame_stamp, render_frame, write_video
-from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
+from motionkit.synthetic.writer import SynthConfig, make_take_scene, people_meshes, write_synthetic_dataset
 from tests.detect.colour_models import ColourPersonDetector, MarkerKeypoints
 
 DURATION = 1.5  # seconds: 45 take frames
+# the bystander stays 2 m away: the colour test detectors cannot tell overlapping people apart (the job of a
+# real detector and of the association, tested elsewhere)
+VIDEO_CONFIG = SynthConfig(takes=1, seed=21, duration=DURATION, bystanders=1, videos=True, video_scale=0.25,
+                           video_markers=True, extra_camera="none", bystander_min_dist_m=2.0,
+                           companion_near_m=2.0)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
 def video_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("videos") / "ds"
-    write_synthetic_dataset(root, SynthConfig(takes=1, seed=21, duration=DURATION, bystanders=1, videos=True,
-                                              video_scale=0.25, video_markers=True, extra_camera="none"))  # fmt: skip
+    write_synthetic_dataset(root, VIDEO_CONFIG)
     return root
 
 
@@ -64,16 +70,18 @@ def test_topdown_chain_maps_keypoints_to_raw_pixels_within_one_pixel(video_root)
     with h5py.File(video_root / "gt" / f"{take.uid}.h5") as g:
         names = json.loads(g["cameras"].attrs["camera_names"])
         T, P = g["cameras/T_world_cam"][()], g["cameras/params"][()]
-        joints = [g["wearer/joints_world"][()], g["bystander_1/joints_world"][()] if "bystander_1/joints_world" in g
-                  else None]  # fmt: skip
         coco = g["wearer/coco17_world"][()]
+    _world, people, _views = make_take_scene(VIDEO_CONFIG, 0, load_model_file(None), take.n_frames)  # as written
+    wearer, parts = people_meshes(people)[0], body_parts(people.mesh_model)
     rig = {c.name: c for c in take.rig}
     errs = []
     for v, name in enumerate(names[:2]):
         raw = Camera(name, rig[name].width, rig[name].height, P[v], T[v])
         cam = raw.scaled(0.5)
         bg = background(cam.width, cam.height, 0)
-        frames = [render_frame(cam, [joints[0][i]], bg, [coco[i]])[..., ::-1].copy() for i in range(0, 45, 9)]
+        frames = [
+            render_frame(cam, [wearer.vertices(i)], parts, bg, [coco[i]])[..., ::-1].copy() for i in range(0, 45, 9)
+        ]
         dets = detect_people(frames, ColourPersonDetector())
         assert all(len(b) == 1 for b, _ in dets)
         kps = topdown_keypoints(frames, [b for b, _ in dets], MarkerKeypoints(input_size=512))
@@ -114,9 +122,8 @@ def test_truncated_video_records_its_lost_frames_and_the_take_still_fits(video_r
     assert (np.delete(status, v, axis=1) == FRAME_OK).all()
     assert json.loads(r.group_attrs["detections"]["frame_status_codes"])[BEYOND_END] == "BEYOND_END"
     assert (r["detections/count"] > 0).all()
-    # every sample is valid until near the end, where one camera has lost its frames and this short fit
-    # (30/60/30 iterations) keeps few observations of the others: fewer than two views support those
-    assert r["valid"][frames < take.n_frames - 9].all() and np.mean(r["valid"]) >= 0.85
+    # the three other cameras keep every sample valid where one camera has lost its frames
+    assert r["valid"].all() and (r["fit/supporting_views"][frames >= take.n_frames - 6] >= 2).all()
 
 
 def test_rfdetr_with_random_weights_runs_every_stage_through_the_library_api(video_root, tmp_path):

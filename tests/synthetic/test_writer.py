@@ -28,6 +28,21 @@ def test_deterministic_per_seed(tmp_path):
     assert c != a
 
 
+def test_one_config_per_take_mixes_durations_and_scenarios(tmp_path):
+    """``take_configs``: take ``i`` is take ``i`` of its own config (what a dataset of one config writes)."""
+    mixed = [SynthConfig(seed=3, duration=1.0, preset="clean"),
+             SynthConfig(seed=3, duration=2.0, preset="clean", scenario="music")]  # fmt: skip
+    uids = write_synthetic_dataset(tmp_path / "mixed", mixed[0], take_configs=mixed)
+    infos = {t.take_uid: t for t in EgoExoDataset(tmp_path / "mixed").takes()}
+    assert [infos[u].n_frames for u in uids] == [30, 60]
+    assert infos[uids[1]].take_name.startswith("synth_music_3_001")
+    alone = write_synthetic_dataset(tmp_path / "alone", SynthConfig(takes=2, seed=3, duration=2.0, preset="clean",
+                                                                    scenario="music"))  # fmt: skip
+    assert alone[1] == uids[1]
+    with _gt(tmp_path / "mixed", uids[1]) as fa, _gt(tmp_path / "alone", uids[1]) as fb:
+        np.testing.assert_array_equal(fa["wearer/coco17_world"][()], fb["wearer/coco17_world"][()])
+
+
 def test_gt_parameters_reproduce_gt_joints(synth_root):
     ds = EgoExoDataset(synth_root)
     uid = ds.takes()[0].take_uid
