@@ -4,7 +4,7 @@ would on a cluster.
 
 Inactive unless the environment variable ``MOTIONKIT_FAULT_PLAN`` names a JSON file
 ``{take_uid: {"fault": "memory" | "disk_full", "attempts": [1, ...]}}``. ``motionkit.distributed``
-arms the plan for the take and attempt a task runs (``armed``); then
+arms the plan for the take and attempt a one-take task runs (``armed``); then
 
 - ``memory``: ``check_start`` raises ``MemoryError`` as the take starts;
 - ``disk_full``: every atomic write of that task (``common.files.atomic_path``) fails after its

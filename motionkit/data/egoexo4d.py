@@ -595,7 +595,8 @@ class Take:
 
     @functools.cached_property
     def rig(self) -> CameraRig:
-        """Exo cameras with ``quality == 1`` (others are skipped with a warning), sorted by name."""
+        """Exo cameras with ``quality == 1`` and a usable calibration (others are skipped with a warning),
+        sorted by name; a ``DataError`` saying why each was dropped when none is left."""
         rows = read_gopro_calibs(self.calibration_path)
         good = [c for c, q in rows if q == 1]
         bad = [c.name for c, q in rows if q not in (1, INVALID_CALIBRATION)]
@@ -606,7 +607,9 @@ class Take:
             warnings.warn(f"{self.calibration_path}: skipping cameras with an unusable calibration: "
                           f"{'; '.join(invalid)}", stacklevel=2)  # fmt: skip
         if not good:
-            raise DataError(self.calibration_path, "no camera with quality == 1")
+            why = [f"quality != 1: {', '.join(bad)}"] if bad else []
+            why += [f"unusable calibration: {'; '.join(invalid)}"] if invalid else []
+            raise DataError(self.calibration_path, f"no usable camera ({'; '.join(why) or 'no rows'})")
         return CameraRig(sorted(good, key=lambda c: c.name))
 
     def camera_active(self, frames: np.ndarray) -> np.ndarray:

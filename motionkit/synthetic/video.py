@@ -154,11 +154,14 @@ def video_writer(path: Path, fps: float = TAKE_FPS) -> Iterator[Callable[[np.nda
 
         try:
             yield write
-        finally:
+            if writer is None:
+                raise ValueError(f"{path}: no frames to write")
+        except BaseException:
             if writer is not None:
                 writer.release()
-        if writer is None:
-            raise ValueError(f"{path}: no frames to write")
+            mp4.unlink(missing_ok=True)  # the encoder's file beside the temporary one
+            raise
+        writer.release()
         os.replace(mp4, tmp)
 
 

@@ -112,6 +112,20 @@ def test_a_camera_row_with_an_unusable_pose_is_dropped_with_its_reason(take_copy
     assert {n: status[n] for n in bad} == dict.fromkeys(bad, "CAM_INVALID_CALIBRATION")
 
 
+def test_no_usable_camera_says_why_each_was_dropped(take_copy):
+    p = take_copy.take_dir / "trajectory" / "gopro_calibs.csv"
+    lines = _lines(p)
+    col = lines[0].split(",").index("qw_world_cam")
+    rows = [ln.split(",") for ln in lines[1:]]
+    for r in rows:
+        r[col] = "nan"
+    p.write_text("\n".join([lines[0], *(",".join(r) for r in rows)]) + "\n")
+    with pytest.warns(UserWarning), pytest.raises(DataError) as err:
+        take_copy.rig  # noqa: B018 - the property reads the file
+    msg = str(err.value)
+    assert msg.startswith(str(p)) and "no usable camera" in msg and "line 2: NaN quaternion" in msg, msg
+
+
 def test_calibration_missing_columns(take_copy):
     p = take_copy.take_dir / "trajectory" / "gopro_calibs.csv"
     p.write_text("cam_uid,graph_uid\ncam01,g\n")
