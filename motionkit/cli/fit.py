@@ -305,7 +305,9 @@ def batch(root, out_dir, takes_file, split, all_takes, executor, workers, cpus_p
             finished.add(rec["take"])
             bar.update(1)
         running = sum(1 for _ in (Path(out_dir) / RUNNING_DIR).glob("*.json"))  # the workers' markers
-        bar.set_postfix_str(f"done {len(finished) - len(failed)}, failed {len(failed)}, running {running}")
+        retrying = f", to retry {len(failed - finished)}" if failed - finished else ""
+        bar.set_postfix_str(f"done {len(finished - failed)}, failed {len(finished & failed)}{retrying}, "
+                            f"running {running}")  # fmt: skip
 
     try:
         summary = run_batch(root, out_dir, uids, fc, bc, on_record=on_record)
