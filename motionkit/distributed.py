@@ -4,9 +4,9 @@ One task per take calls ``pipeline.run_take`` (exactly what ``motionkit fit`` ru
 ``takes_per_task = K > 1`` one task fits K takes in one batched fit on its device
 (``pipeline.run_fits``), which is what keeps a GPU busy. Results are
 written atomically by the task; the driver alone appends to ``<out>/manifest.jsonl`` (one JSON line
-per attempt: take, status, error, attempt, duration, host). A take whose result file is complete,
-``ok`` and made with the same config hash and motionkit version is skipped, so an interrupted run
-is resumed by running it again.
+per attempt: take, status, error, attempt, duration, host, and ``final``: no retry follows). A take
+whose result file is complete, ``ok`` and made with the same config hash and motionkit version is
+skipped, so an interrupted run is resumed by running it again.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-from motionkit.batch_report import RUNNING_DIR, write_batch_report
+from motionkit.batch_report import MANIFEST, RUNNING_DIR, write_batch_report
 from motionkit.common import faults
 from motionkit.common.errors import DataError, one_line_warning
 from motionkit.common.files import write_json_atomic
@@ -194,9 +194,9 @@ def _need(module: str):
         ) from exc
 
 
-def _exit_reason(pool: ProcessPoolExecutor) -> str:
-    """How the single worker process of a broken ``pool`` ended (its exit code or signal)."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())  # the standard library keeps them here
+def _exit_reason(procs: list) -> str:
+    """How the worker process of a broken single-process pool ended (its exit code or signal); ``procs``:
+    the pool's processes, taken when the job was handed over (the pool forgets them once broken)."""
     for p in procs:
         p.join(timeout=5)
         if p.exitcode is not None and p.exitcode < 0:
@@ -213,22 +213,24 @@ def _run_local(jobs: list[tuple], bc: BatchConfig) -> Iterator[dict]:
     ctx = mp.get_context("spawn")
     queue = collections.deque(jobs)
     pools: list[ProcessPoolExecutor | None] = [None] * bc.workers
-    running: dict[Future, tuple[int, tuple, float]] = {}
+    running: dict[Future, tuple[int, tuple, float, list]] = {}
     try:
         while queue or running:
-            busy = {slot for slot, _, _ in running.values()}
+            busy = {slot for slot, *_ in running.values()}
             for slot in range(bc.workers):
                 if queue and slot not in busy:
                     pools[slot] = pools[slot] or ProcessPoolExecutor(max_workers=1, mp_context=ctx)
                     job = queue.popleft()
-                    running[pools[slot].submit(_call, job)] = (slot, job, time.time())
+                    fut = pools[slot].submit(_call, job)
+                    procs = list((getattr(pools[slot], "_processes", None) or {}).values())  # the stdlib's own
+                    running[fut] = (slot, job, time.time(), procs)
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for fut in finished:
-                slot, job, dispatched = running.pop(fut)
+                slot, job, dispatched, procs = running.pop(fut)
                 try:
                     records = fut.result()
                 except BrokenProcessPool:
-                    records = _lost(job, _exit_reason(pools[slot]))
+                    records = _lost(job, _exit_reason(procs))
                     pools[slot].shutdown(wait=False)
                     pools[slot] = None
                 yield from _timed(records, dispatched)
@@ -356,7 +358,7 @@ def run_batch(root, out_dir, take_uids: list[str], fit_config: PipelineConfig, b
         raise ValueError(f"executor must be one of {EXECUTORS}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    manifest = out_dir / "manifest.jsonl"
+    manifest = out_dir / MANIFEST
     _clear_leftovers(out_dir, bc.slurm_time_min * 60.0 if bc.executor == "slurm" else 0.0)
     write_json_atomic(out_dir / "batch.json", {"root": str(root), "takes": list(take_uids), "executor": bc.executor,
                                                "started": time.strftime("%Y-%m-%dT%H:%M:%S")})  # fmt: skip
@@ -384,6 +386,7 @@ def _run_batch(root, out_dir: Path, manifest: Path, take_uids: list[str], fit_co
                 "host": socket.gethostname(),
                 "coverage_video_time": None if cov is None else float(cov),
                 "device": prev.attrs.get("fit_device"),
+                "final": True,
             }
             _append_manifest(manifest, rec)
             if on_record:
@@ -409,6 +412,9 @@ def _run_batch(root, out_dir: Path, manifest: Path, take_uids: list[str], fit_co
         failed_now = []
         for rec in stream:
             rec.pop("traceback", None)
+            # a data error fails again: only other failures are retried, while attempts are left
+            retry = rec["status"] != "done" and not str(rec.get("reason", "")).startswith("DataError")
+            rec["final"] = not (retry and attempt <= bc.retries)
             _append_manifest(manifest, rec)
             if on_record:
                 on_record(rec)
@@ -417,7 +423,7 @@ def _run_batch(root, out_dir: Path, manifest: Path, take_uids: list[str], fit_co
                 summary["failed"].pop(rec["take"], None)
             else:
                 summary["failed"][rec["take"]] = rec["error"]
-                if not str(rec.get("reason", "")).startswith("DataError"):  # a data error fails again
+                if retry:
                     failed_now.append(rec["take"])
         todo = failed_now
         attempt += 1

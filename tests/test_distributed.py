@@ -91,7 +91,7 @@ def test_retries_and_force(six_takes, tmp_path, monkeypatch):
     out = tmp_path / "out"
     s = run_batch(root, out, [uids[2], uids[3]], FAST, BatchConfig(executor="local", workers=1, retries=1))
     recs = [r for r in _manifest(out) if r["take"] == uids[2]]
-    assert [r["attempt"] for r in recs] == [1] and recs[0]["reason"].startswith("DataError")
+    assert [r["attempt"] for r in recs] == [1] and recs[0]["reason"].startswith("DataError") and recs[0]["final"]
     assert s["done"] == [uids[3]]
     s2 = run_batch(root, out, [uids[3]], FAST, BatchConfig(executor="local", workers=1, force=True))
     assert s2["done"] == [uids[3]] and s2["skipped"] == []
@@ -158,6 +158,7 @@ def test_killed_worker_and_full_disk_are_recorded_and_retried(six_takes, tmp_pat
         (1, "failed", "WorkerLost"),
         (2, "done", None),
     ]
+    assert [r["final"] for r in lost] == [False, True]  # the driver marks which failures it retries
     if executor == "local":
         assert "SIGKILL" in lost[0]["error"] and lost[0]["pid"] == killed[0]
     full = [r for r in recs if r["take"] == uids[1]]

@@ -47,9 +47,11 @@ def posed_vertices(model: BodyModelFile, betas: np.ndarray, joints: np.ndarray, 
     return (A @ v_posed[..., None])[..., 0] + t
 
 
-def body_parts(model: BodyModelFile) -> np.ndarray:
-    """``(V,)`` int: the body part of each vertex, the body joint (0-21, ``PART_OF_JOINT``) that moves it most."""
-    return PART_OF_JOINT[np.argmax(model.weights, axis=1)]
+def body_parts(model: BodyModelFile) -> list[np.ndarray]:
+    """The vertex indices of each of the 22 body parts: a vertex belongs to the body joint (0-21,
+    ``PART_OF_JOINT``) that moves it most."""
+    part = PART_OF_JOINT[np.argmax(model.weights, axis=1)]
+    return [np.flatnonzero(part == j) for j in range(22)]
 
 
 @dataclass

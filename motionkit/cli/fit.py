@@ -295,13 +295,10 @@ def batch(root, out_dir, takes_file, split, all_takes, executor, workers, cpus_p
     finished, failed = set(), set()
 
     def on_record(rec):
-        final = rec["status"] in ("done", "skipped") or (
-            str(rec.get("reason", "")).startswith("DataError") or rec.get("attempt", 0) > retries
-        )
         failed.discard(rec["take"])
         if rec["status"] == "failed":
             failed.add(rec["take"])
-        if final and rec["take"] not in finished:
+        if rec["final"] and rec["take"] not in finished:
             finished.add(rec["take"])
             bar.update(1)
         running = sum(1 for _ in (Path(out_dir) / RUNNING_DIR).glob("*.json"))  # the workers' markers

@@ -25,7 +25,6 @@ from motionkit.synthetic.scenarios import box_corners
 
 STAMP_BITS = 16
 STAMP_SQUARE = 16
-PARTS = 22  # body parts drawn, one per body joint (body.mesh.PART_OF_JOINT)
 DOWNSCALED_HEIGHT = 448  # the release's frame_aligned_videos/downscaled/448 copies
 # one hue family per person (BGR): the wearer's are warm, bystanders' cool; parts alternate shades
 PERSON_COLOURS = (
@@ -89,13 +88,14 @@ def background(width: int, height: int, seed: int) -> np.ndarray:
     return np.clip(img, 0, 255).astype(np.uint8)
 
 
-def render_frame(cam: Camera, people_vertices: list[np.ndarray], parts: np.ndarray, bg: np.ndarray,
+def render_frame(cam: Camera, people_vertices: list[np.ndarray], parts: list[np.ndarray], bg: np.ndarray,
                  markers: list[np.ndarray] | None = None,
                  occluders: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """One frame ``(H, W, 3)`` uint8 BGR seen by ``cam`` (at the written resolution, see
-    ``Camera.scaled``): each person's mesh ``(V, 3)`` (world, metres) drawn part by part (``parts (V,)``,
-    ``body.mesh.body_parts``: the convex hull of each part's projected vertices in one of the person's
-    colours) and the scene's ``occluders (K, 7)`` (world boxes) as flat grey shapes, far things first;
+    ``Camera.scaled``): each person's mesh ``(V, 3)`` (world, metres) drawn part by part (``parts``: the
+    vertex indices of each part, ``body.mesh.body_parts``; the convex hull of each part's projected
+    vertices in one of the person's colours) and the scene's ``occluders (K, 7)`` (world boxes) as flat
+    grey shapes, far things first;
     ``markers``: per person ``(17, 3)`` COCO points drawn as dots in ``MARKER_COLOURS`` (for test
     detectors; None: no dots)."""
     import cv2
@@ -112,9 +112,9 @@ def render_frame(cam: Camera, people_vertices: list[np.ndarray], parts: np.ndarr
         uv, ok = cam.project(verts, return_valid=True)
         depth = cam.world_to_cam(verts)[:, 2]
         seen = ok & (depth > 0.2)
-        for part in range(PARTS):
-            sel = seen & (parts == part)
-            if sel.sum() >= 3:
+        for part, idx in enumerate(parts):
+            sel = idx[seen[idx]]
+            if len(sel) >= 3:
                 hull = cv2.convexHull(np.round(uv[sel] * 16).astype(np.int32))
                 items.append((float(depth[sel].mean()), p, part, hull))
     for _, p, part, hull in sorted(items, key=lambda t: -t[0]):
