@@ -39,6 +39,10 @@ COCO17_RIGHT = np.array([b for _, b in COCO17_LR_PAIRS])
 COCO17_FLIP = np.arange(17)
 for _a, _b in COCO17_LR_PAIRS:
     COCO17_FLIP[_a], COCO17_FLIP[_b] = _b, _a
+# COCO keypoint evaluation's per-keypoint sigmas (OKS): how far annotators scatter each keypoint, as a
+# fraction of the person's scale; the face is pinned down ~4x tighter than the hips
+COCO17_OKS_SIGMAS = np.array([0.26, 0.25, 0.25, 0.35, 0.35, 0.79, 0.79, 0.72, 0.72, 0.62, 0.62, 1.07, 1.07, 0.87,
+                              0.87, 0.89, 0.89]) / 10.0  # fmt: skip
 COCO17_FACE = (0, 1, 2, 3, 4)
 # limbs used for drawing; the first 12 (arms, legs, shoulders, hips, sides) for the shape initialisation
 COCO17_LIMBS: tuple[tuple[int, int], ...] = (

@@ -33,6 +33,7 @@ from motionkit.common.device import resolve_device
 from motionkit.conventions import (
     COCO17_FLIP,
     COCO17_LIMB_LR_PAIRS,
+    COCO17_OKS_SIGMAS,
     COCO17_POSED_JOINTS,
     SMPLX_NUM_JOINTS,
     SMPLX_TO_COCO17,
@@ -78,6 +79,8 @@ class BodyFitConfig:
     # that differ by float rounding agree to ~0.5 mm instead of ~2 mm, and are as accurate or better)
     sigma_px: float = 100.0
     w_rep: float = 1.0
+    rep_reference_px: float = 640.0  # per problem, the reprojection term is scaled up by (this / the wearer's
+    # median projected size)^2, clipped to 1 .. 16 (``reprojection_scale``); 0: off
     w_3d: tuple[float, float] = (0.1, 0.01)  # stages A-B, C
     w_smooth: float = 1e-4  # mean squared acceleration (m/s^2)^2 of the joints (3e-5 before time_levels)
     w_orient_smooth: float = 1.0
@@ -92,6 +95,9 @@ class BodyFitConfig:
     tri_smooth_s: float = 0.25  # Gaussian sigma (s) of the temporal smoothing of the triangulated joints
     second_pass_px: float = 30.0  # after stage C, drop observations farther than this from the fitted body
     second_pass_sides: bool = True  # ... and those nearer their left/right counterpart's projection than their own
+    second_pass_side_sigmas: float = 0.3  # ... when also farther from their own than this many of their COCO
+    # keypoint sigmas x the body's projected size (on a far or side-on body both projections lie within
+    # the detector's noise: no contradiction then)
     second_pass_pairs: bool = True  # ... and then their left/right partners as well
     symmetric_limbs: bool = (
         True  # each view's limb pair costs the cheaper of its two labellings (objective.robust_reprojection)
@@ -204,6 +210,38 @@ def _obs_interp(fps: float, obs_frame: np.ndarray, M: int, t0_s: float = 0.0):
     return b.i0, b.i1, b.w
 
 
+MIN_SIZED_KEYPOINTS = 8  # a view-frame with this many used keypoints gives the wearer's projected size
+REP_SCALE_CLIP = 16.0
+
+
+def projected_size_px(keypoints: np.ndarray, weights: np.ndarray) -> float:
+    """The wearer's median projected size (px): the diagonal of the box of the used keypoints
+    (``weights > 0``) of ``keypoints (M, V, 17, 2)``, over the view-frames with at least
+    ``MIN_SIZED_KEYPOINTS`` of them; NaN without any."""
+    used = (np.asarray(weights) > 0) & np.isfinite(keypoints).all(-1)
+    ok = used.sum(-1) >= MIN_SIZED_KEYPOINTS
+    if not ok.any():
+        return float("nan")
+    k = np.where(used[..., None], keypoints, np.nan)[ok]  # (n, 17, 2)
+    return float(np.median(np.linalg.norm(np.nanmax(k, 1) - np.nanmin(k, 1), axis=-1)))
+
+
+def reprojection_scale(keypoints: np.ndarray, weights: np.ndarray, reference_px: float) -> float:
+    """Factor of a problem's reprojection term: ``(reference_px / projected_size_px)^2``, clipped to
+    ``1 .. REP_SCALE_CLIP``; 1 when ``reference_px`` is 0 or the size is unknown.
+
+    The term is a mean of squared pixel errors, and the priors (smoothness in m/s^2, the 3D term in
+    metres) were weighed against it for people about ``reference_px`` in size. The same error in metres
+    covers ~4x fewer pixels on a person 4x farther away (court cameras 15 m off), so, unscaled, the
+    priors would outweigh the images ~16x there and smooth fast motion away (a 20-s basketball take:
+    PA-MPJPE 39 -> 23 mm). Larger people keep the factor 1: scaling their term down smoothed more and
+    cost accuracy (18 -> 20 mm on a take with the wearer ~860 px tall)."""
+    size = projected_size_px(keypoints, weights)
+    if not reference_px or not np.isfinite(size) or size <= 0:
+        return 1.0
+    return float(np.clip((reference_px / size) ** 2, 1.0, REP_SCALE_CLIP))
+
+
 @dataclass
 class ProblemBatch:
     """The problems of one ``fit_batch`` call, padded to the longest (``M`` frames, repeating the last)
@@ -231,6 +269,7 @@ class ProblemBatch:
     w1: torch.Tensor
     fps: torch.Tensor
     coco: torch.Tensor
+    rep_scale: torch.Tensor  # (P,) factor of each problem's reprojection term (``reprojection_scale``)
     # made once, not per iteration: 1 - w1, the problem index (P, 1), a zero term (P, 1)
     w0: torch.Tensor = field(init=False)
     problem: torch.Tensor = field(init=False)
@@ -331,6 +370,7 @@ def pack_problems(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig, 
         w1=T(np.stack([_pad(a[2], M) for a in interp]))[..., None, None],
         fps=torch.as_tensor([x.fps for x in inputs], dtype=dt, device=dev),
         coco=torch.as_tensor(coco_rows(body), device=dev),
+        rep_scale=T([reprojection_scale(x.keypoints, x.weights, cfg.rep_reference_px) for x in inputs]),
     )
     R0 = np.concatenate(
         [np.stack([_pad(r[0], M) for r in inits])[:, :, None], np.stack([_pad(r[1], M) for r in inits])], 2
@@ -432,7 +472,8 @@ def optimise_stage(ops: ModuleType, body: BodyModel, batch: ProblemBatch, v: Fit
     opt = ops.adam(v.stage_parameters(stage), cfg.lr, capturable=graphs)
     names = term_names(v)
     by_name = stage_weights(cfg, stage, v, batch.M)
-    weights = torch.tensor([by_name[n] for n in names], dtype=dt, device=dev)
+    weights = torch.tensor([by_name[n] for n in names], dtype=dt, device=dev).repeat(batch.P, 1)  # (P, terms)
+    weights[:, names.index("rep")] *= batch.rep_scale
     tri_w = batch.tri_w
     if stage == 0:  # stage A: the torso only
         torso_mask = torch.zeros(len(SMPLX_TO_COCO17), dtype=dt, device=dev)
@@ -466,18 +507,29 @@ def body_projection(ops: ModuleType, body: BodyModel, batch: ProblemBatch,
     return kb3_project_torch(pc, batch.params[:, None, :, None, :]), J
 
 
+# the side check's noise margin, per keypoint: the COCO sigmas of the limb labels (elbows, wrists, knees,
+# ankles), which the objective may swap anyway (``symmetric_limbs``); none for the face, shoulders and hips,
+# whose labels fix the body's facing (a swap kept there turned a clean take's torso, render IoU 0.82 -> 0.77)
+SIDE_MARGIN_SIGMAS = np.where(np.isin(np.arange(17), np.ravel(COCO17_LIMB_LR_PAIRS)), COCO17_OKS_SIGMAS, 0.0)
+
+
 def second_pass_drop(uv: torch.Tensor, kp: torch.Tensor, wt: torch.Tensor, cfg: BodyFitConfig) -> torch.Tensor:
     """``(P, M, V, 17)`` bool: the used observations (``wt > 0``) that disagree with the fitted body's
     projection ``uv``: farther than ``cfg.second_pass_px``, or (``second_pass_sides``) nearer their
-    left/right counterpart's projection than their own, and then (``second_pass_pairs``) their partners."""
+    left/right counterpart's projection than their own and, for the limb labels, farther from their
+    own than ``second_pass_side_sigmas`` x their COCO keypoint sigma (``SIDE_MARGIN_SIGMAS``) x the
+    body's projected size (the diagonal of its keypoints' box in that view), and then
+    (``second_pass_pairs``) their partners."""
     e = ((uv - kp) ** 2).sum(-1).sqrt()
     used = wt > 0
     drop = used & ~(e <= cfg.second_pass_px)
-    if cfg.second_pass_sides:  # a left/right label the fitted body contradicts (or cannot tell)
+    if cfg.second_pass_sides:  # a left/right label the fitted body contradicts
         flip = torch.as_tensor(COCO17_FLIP, device=uv.device)  # each keypoint's counterpart (itself: nose)
         has_side = flip != torch.arange(len(COCO17_FLIP), device=uv.device)
         e_other = ((uv[..., flip, :] - kp) ** 2).sum(-1).sqrt()
-        contradicted = used & has_side & (e_other < e)
+        size = ((uv.amax(-2) - uv.amin(-2)) ** 2).sum(-1).sqrt()[..., None]  # (P, M, V, 1) px
+        margin = cfg.second_pass_side_sigmas * torch.as_tensor(SIDE_MARGIN_SIGMAS, dtype=uv.dtype, device=uv.device)
+        contradicted = used & has_side & (e_other < e) & (e > margin * size)
         if cfg.second_pass_pairs:  # a swap moves both labels of a pair: its partner goes too
             contradicted |= used & contradicted[..., flip]
         drop |= contradicted

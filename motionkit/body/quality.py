@@ -39,7 +39,7 @@ class TrustConfig:
     support_weight: float = 0.02
     view_landmarks: int = 8
     trust_views: int = 2
-    support_window_s: float = 0.25
+    support_window_s: float = 0.5
 
 
 def _supporting(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:

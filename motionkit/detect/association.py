@@ -37,6 +37,7 @@ FLAG_AMBIGUOUS, FLAG_LOW_CALIBRATION, FLAG_GROUND_REJECTED = 1, 2, 4
 class AssociationConfig:
     tau_factor: float = 2.5
     tau_min_px: float = 60.0
+    tau_min_height_frac: float = 0.15  # ... or this fraction of the nearest people's median box height, if smaller
     tau_max_px: float = 250.0
     min_calibration_frames: int = 10
     iou_track: float = 0.3
@@ -211,16 +212,24 @@ def _candidates(obs: Observations, rig: CameraRig, frames: np.ndarray, anchor_po
     return _Candidates(idx, fi, vi, delta, foot_off, floor_z, first)
 
 
-def _camera_threshold(delta: np.ndarray, fi: np.ndarray, n_frames: int, cfg: AssociationConfig) -> float | None:
-    """The camera's ``tau``: ``tau_factor`` x the median over frames of the nearest head's distance,
-    clipped to ``tau_min_px .. tau_max_px``; None with fewer than ``min_calibration_frames`` frames."""
-    best = np.full(n_frames, np.inf)
-    if len(delta):
-        np.minimum.at(best, fi, np.nan_to_num(delta, nan=np.inf))
-    best = best[np.isfinite(best)]
-    if len(best) < cfg.min_calibration_frames:
+def _camera_threshold(delta: np.ndarray, fi: np.ndarray, height: np.ndarray, n_frames: int,
+                      cfg: AssociationConfig) -> float | None:  # fmt: skip
+    """The camera's ``tau``: ``tau_factor`` x the median over frames of the nearest head's distance
+    ``delta``, clipped to ``floor .. tau_max_px``; None with fewer than ``min_calibration_frames``
+    frames. The floor is ``tau_min_px``, or ``tau_min_height_frac`` x the median box ``height`` (px) of
+    the nearest heads' people where that is smaller: on a court camera 15 m away the players are ~200 px
+    tall, and 60 px let a look-alike a third of a body from the anchor keep the selection."""
+    d = np.nan_to_num(delta, nan=np.inf)
+    order = np.lexsort((d, fi))  # by frame, nearest head first
+    first = order[np.r_[True, fi[order][1:] != fi[order][:-1]]] if len(order) else order
+    first = first[np.isfinite(d[first])]
+    if len(first) < cfg.min_calibration_frames:
         return None
-    return float(np.clip(cfg.tau_factor * np.median(best), cfg.tau_min_px, cfg.tau_max_px))
+    h = height[first]
+    floor = cfg.tau_min_px
+    if np.isfinite(h).any():
+        floor = min(floor, cfg.tau_min_height_frac * float(np.nanmedian(h)))
+    return float(np.clip(cfg.tau_factor * np.median(d[first]), floor, cfg.tau_max_px))
 
 
 def _new_outputs(F: int, V: int, tau_max: float) -> dict[str, np.ndarray]:
@@ -362,7 +371,8 @@ def select_wearer(
     in_front = np.zeros(len(c.rows), dtype=bool)  # set per camera once its threshold is known
     for v in range(V):
         sel_v = c.vi == v
-        tau = _camera_threshold(c.delta[sel_v], c.fi[sel_v], F, cfg)
+        boxes = obs.box[c.rows[sel_v]]
+        tau = _camera_threshold(c.delta[sel_v], c.fi[sel_v], boxes[:, 3] - boxes[:, 1], F, cfg)
         if tau is None:
             out["flags"][:, v] |= FLAG_LOW_CALIBRATION
         else:

@@ -22,6 +22,7 @@ from motionkit.data.store import read_result, result_path
 from motionkit.eval.metrics import pa_mpjpe
 from motionkit.eval.protocol import video_time_coverage
 from motionkit.geometry.camera import Camera, CameraRig
+from motionkit.geometry.interpolation import bracket, lerp
 from motionkit.synthetic.scene import OBS_MISSED, OBS_OUTLIER, OBS_SWAPPED
 
 HIP_COCO = (11, 12)
@@ -138,21 +139,30 @@ def take_difficulty(root: str | Path, take_uid: str, fits: str | Path | None = N
         out["calibration_reprojection_px"] = float(np.nanmedian(np.linalg.norm(true.project(lm) - calib_proj, axis=-1)))
     if res is not None:
         frames = res["grid/frame_index"]
-        truth = lm[frames]
+        truth = lm[frames]  # at the frames the observations come from (triangulation's time)
+        fit_truth = truth_at_samples(lm, res["grid/frame_pos"])  # at the fit's own sample times
         tri = res["triangulation/points"]
         fit = res["joints/coco17"] if "joints/coco17" in res.arrays else None
         out["triangulation_pa_mpjpe_mm"] = float(np.nanmean(pa_mpjpe(tri, truth)))
         if fit is not None:
-            out["fit_pa_mpjpe_mm"] = float(np.nanmean(pa_mpjpe(fit, truth)))
+            out["fit_pa_mpjpe_mm"] = float(np.nanmean(pa_mpjpe(fit, fit_truth)))
         if "fit/obs_weight" in res.arrays and true is not None and kind is not None:
             out.update(_weight_checks(res, true.project(truth), kind[frames][:, vids], gt["person_id"]))
         if gt["visible"] is not None:
             fi = res["association/frame_index"]
             out.update(selection_checks(res, gt["visible"][fi][:, vids], detected[fi], gt["person_id"]))
         if gt["fittable_views"] is not None and "fit/joint_trusted" in res.arrays:
-            out.update(trust_checks(res, truth, gt["fittable_views"][frames], gt["landmark_views"][frames],
+            out.update(trust_checks(res, fit_truth, gt["fittable_views"][frames], gt["landmark_views"][frames],
                                     take.n_frames))  # fmt: skip
     return out
+
+
+def truth_at_samples(truth: np.ndarray, frame_pos: np.ndarray) -> np.ndarray:
+    """Ground truth ``(F, ...)`` on the take's 30 fps frames, linearly interpolated at the fit's sample
+    positions ``frame_pos (M,)`` (``grid/frame_pos``, fractional frames). The fit models each observation
+    at its own frame's time (``FitInputs``), so its samples sit at ``frame_pos``, not at the nearest frame:
+    at 20 fps every other sample is half a frame (17 ms) from it, 50 mm for a wrist at 3 m/s."""
+    return lerp(truth, bracket(np.arange(len(truth), dtype=np.float64), np.asarray(frame_pos, np.float64)))
 
 
 FRAME_FAIL_MM = 100.0  # a frame whose PA-MPJPE against the true landmarks is above this is a failure

@@ -553,7 +553,7 @@ class PruneResult:
     median_distance_m: dict[str, float]
 
 
-PRUNE_NEVER_BELOW_M = 15.0
+PRUNE_NEVER_BELOW_M = 25.0
 
 
 def prune_far_cameras(
@@ -563,8 +563,9 @@ def prune_far_cameras(
     (SOMA's rule) and ``never_below_m``.
 
     The floor is motionkit's: without it, one camera standing close to the wearer (1.5 m) prunes
-    every camera beyond 4.5 m, although a person 12 m from a 4K GoPro is still ~250 px tall and well
-    detected. ``subject_points (T, 3)`` world metres (e.g. the Aria head anchor; NaN rows ignored).
+    every camera beyond 4.5 m, although a person 20 m from a 4K GoPro (f ~ 1,770 px) is still ~150 px
+    tall and well detected (court cameras stand 8-22 m from the players). ``subject_points (T, 3)``
+    world metres (e.g. the Aria head anchor; NaN rows ignored).
     """
     if len(rig) == 0:
         raise ValueError("prune_far_cameras needs a non-empty rig")

@@ -82,8 +82,11 @@ def test_threshold_clamps_and_reasons(crowded):
     frames = nearest_take_frames(fit_grid_frames(take.n_frames, 20.0))
     anc = take.head_anchor(frames)
     a = select_wearer(obs, take.rig, frames, anc.position, anc.valid)
-    assert ((a.tau_px >= 60) & (a.tau_px <= 250)).all()
-    cfg = AssociationConfig(tau_min_px=100.0, tau_max_px=120.0)
+    height = np.nanmedian(a.box[..., 3] - a.box[..., 1], axis=0)  # (V,) the wearer's box, near the nearest heads'
+    assert (a.tau_px <= 250).all()
+    assert (a.tau_px >= np.minimum(60, 0.12 * height)).all(), (a.tau_px, height)  # the floor: 60 px or 15 % of a body
+    assert (a.tau_px[height > 500] >= 60).all() and (height > 500).any()  # near people: 60 px
+    cfg = AssociationConfig(tau_min_px=100.0, tau_max_px=120.0, tau_min_height_frac=1.0)
     b = select_wearer(obs, take.rig, frames, anc.position, anc.valid, cfg=cfg)
     assert ((b.tau_px >= 100) & (b.tau_px <= 120)).all()
     # only 5 frames: too few to calibrate -> tau = max and LOW_CALIBRATION

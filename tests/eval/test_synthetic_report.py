@@ -70,3 +70,18 @@ def test_trust_checks_count_what_they_say():
     assert out["trust_counts"]["joint_missed_failures"] == [2 * 17 + 2, bad_joints]
     assert out["joint_false_trust"] == pytest.approx((2 * 17 + 2) / (28 * 17 - 2))
     assert out["joint_coverage"] == pytest.approx((28 * 16 - 2) / (40 * 16))
+
+
+def test_truth_at_samples_reads_the_truth_at_the_fit_sample_times():
+    """At 20 fps every other sample falls half-way between two 30 fps frames: the truth there is the
+    mean of the two (a wrist at 3 m/s is 50 mm from either), not the nearest frame's."""
+    from motionkit.eval.synthetic_report import truth_at_samples
+
+    t30 = np.arange(31) / 30.0
+    truth = np.stack([3.0 * t30, np.zeros(31), np.ones(31)], -1)[:, None]  # (31, 1, 3): 3 m/s along x
+    pos = np.arange(21) * 1.5  # grid/frame_pos of a 20 fps grid
+    got = truth_at_samples(truth, pos)
+    np.testing.assert_allclose(got[:, 0, 0], 3.0 * pos / 30.0, atol=1e-12)
+    assert got.shape == (21, 1, 3)
+    nearest = truth[np.rint(pos).astype(int)]
+    assert np.abs(nearest - got).max() == pytest.approx(0.05)  # what the nearest frame got wrong: 50 mm

@@ -155,9 +155,10 @@ def test_prune_far_cameras():
 def test_a_close_camera_does_not_prune_cameras_at_usable_distances():
     p = two_cams()[0].params
     cams = [Camera(f"c{i}", 3840, 2160, p, make_transform(np.eye(3), np.array([x, 0.0, 1.5])))
-            for i, x in enumerate((1.5, 5.5, 12.0, 20.0))]  # fmt: skip
+            for i, x in enumerate((1.5, 5.5, 12.0, 21.0, 30.0))]  # fmt: skip
     res = prune_far_cameras(CameraRig(cams), np.array([[0.0, 0.0, 1.5]]))
-    assert res.kept == ["c0", "c1", "c2"] and list(res.dropped) == ["c3"]  # 3 x 1.5 m, but 5.5 and 12 m are usable
+    # all beyond 3 x 1.5 m, but 5.5, 12 and 21 m are usable (a court camera: the person ~150 px tall)
+    assert res.kept == ["c0", "c1", "c2", "c3"] and list(res.dropped) == ["c4"]
 
 
 def test_a_view_of_someone_else_is_a_view_outlier(scene):

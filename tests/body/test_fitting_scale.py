@@ -1,0 +1,69 @@
+"""The fit's pixel-scale rules: the reprojection term's per-problem scale and the side check of the
+second pass, on hand-made projections (no fit)."""
+
+import numpy as np
+import pytest
+import torch
+
+from motionkit.body.fitting import BodyFitConfig, projected_size_px, reprojection_scale, second_pass_drop
+from motionkit.conventions import COCO17_FLIP, COCO17_LIMB_LR_PAIRS
+
+
+def _person(height_px: float, n_frames: int = 5, n_views: int = 2) -> np.ndarray:
+    """``(M, V, 17, 2)`` keypoints of an upright person ``height_px`` tall and 0.3 x as wide."""
+    rng = np.random.default_rng(0)
+    unit = np.c_[rng.uniform(0, 0.3, 17), np.linspace(0, 1, 17)]
+    return np.broadcast_to(unit * height_px + 100.0, (n_frames, n_views, 17, 2)).copy()
+
+
+def test_projected_size_is_the_median_keypoint_box_diagonal_of_the_used_views():
+    kp = _person(600.0)
+    kp[:, 1] = _person(200.0)[:, 1]  # view 1 sees the person 3x smaller
+    w = np.ones(kp.shape[:3])
+    w[:3, 1] = 0.0  # ... and is used in only two of the five frames
+    diag = lambda h: float(np.linalg.norm(_person(h)[0, 0].max(0) - _person(h)[0, 0].min(0)))  # noqa: E731
+    assert projected_size_px(kp, w) == pytest.approx(diag(600.0))  # 5 large, 2 small view-frames
+    w[:, 0, :10] = 0.0  # view 0 keeps 7 keypoints: below MIN_SIZED_KEYPOINTS, it no longer gives a size
+    assert projected_size_px(kp, w) == pytest.approx(diag(200.0))
+    assert np.isnan(projected_size_px(kp, np.zeros_like(w)))
+
+
+def test_reprojection_scale_grows_with_the_inverse_square_of_a_small_size_and_is_clipped():
+    w = np.ones((5, 2, 17))
+    size = projected_size_px(_person(300.0), w)
+    assert reprojection_scale(_person(300.0), w, size) == pytest.approx(1.0)
+    assert reprojection_scale(_person(300.0), w, 2 * size) == pytest.approx(4.0)  # a person half the size
+    assert reprojection_scale(_person(300.0), w, size / 3) == 1.0  # a larger person: never scaled down
+    assert reprojection_scale(_person(300.0), w, 100 * size) == 16.0  # clipped
+    assert reprojection_scale(_person(300.0), w, 0.0) == 1.0  # off
+    assert reprojection_scale(_person(300.0), np.zeros_like(w), size) == 1.0  # no size: unscaled
+
+
+def test_side_check_ignores_limb_labels_within_the_noise_of_a_small_body():
+    """A body seen side-on: each left joint projects 2 px from its right partner. Limb labels 1.5 px from
+    their own projection toward the partner's are detector noise, not a swap, at 200 px as at 800 px;
+    the face, shoulders and hips (whose labels fix the body's facing) keep the strict rule; a real limb
+    swap (the wrists 12 % of the body apart, their labels exchanged) is dropped at both sizes."""
+    pairs = [(a, b) for a, b in enumerate(COCO17_FLIP) if a < b]
+    limbs = [i for p in COCO17_LIMB_LR_PAIRS for i in p]
+    facing = [i for p in pairs if p not in COCO17_LIMB_LR_PAIRS for i in p]
+    cfg, no_margin = BodyFitConfig(), BodyFitConfig(second_pass_side_sigmas=0.0)
+    wt = torch.ones(1, 1, 1, 17)
+
+    def drop(uv, kp, c):
+        return second_pass_drop(*(torch.as_tensor(x[None], dtype=torch.float32) for x in (uv, kp)), wt, c)[0, 0, 0]
+
+    for height in (200.0, 800.0):
+        uv = _person(height, 1, 1)
+        kp = uv.copy()
+        for a, b in pairs:
+            uv[..., b, :] = uv[..., a, :] + [2.0, 0.0]
+            kp[..., a, :], kp[..., b, :] = uv[..., a, :] + [1.5, 0.0], uv[..., b, :] - [1.5, 0.0]
+        noise_dropped = drop(uv, kp, cfg)
+        assert not noise_dropped[limbs].any() and noise_dropped[facing].all(), height
+        assert drop(uv, kp, no_margin)[limbs].all()  # without the margin the limb labels go too
+        uv[..., 10, :] = uv[..., 9, :] + [0.12 * height, 0.0]
+        swapped = uv.copy()
+        swapped[..., 9, :], swapped[..., 10, :] = uv[..., 10, :], uv[..., 9, :]
+        dropped = drop(uv, swapped, cfg)
+        assert dropped[9] and dropped[10] and dropped[limbs].sum() == 2, height
