@@ -95,9 +95,9 @@ class BodyFitConfig:
     tri_smooth_s: float = 0.25  # Gaussian sigma (s) of the temporal smoothing of the triangulated joints
     second_pass_px: float = 30.0  # after stage C, drop observations farther than this from the fitted body
     second_pass_sides: bool = True  # ... and those nearer their left/right counterpart's projection than their own
-    second_pass_side_sigmas: float = 0.3  # ... when also farther from their own than this many of their COCO
-    # keypoint sigmas x the body's projected size (on a far or side-on body both projections lie within
-    # the detector's noise: no contradiction then)
+    second_pass_side_sigmas: float = 0.3  # ... limb labels only when also farther from their own than this many
+    # of their COCO keypoint sigmas x the body's projected size (``SIDE_MARGIN_SIGMAS``: on a far or side-on
+    # body both projections lie within the detector's noise, no contradiction then)
     second_pass_pairs: bool = True  # ... and then their left/right partners as well
     symmetric_limbs: bool = (
         True  # each view's limb pair costs the cheaper of its two labellings (objective.robust_reprojection)

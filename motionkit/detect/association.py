@@ -212,8 +212,7 @@ def _candidates(obs: Observations, rig: CameraRig, frames: np.ndarray, anchor_po
     return _Candidates(idx, fi, vi, delta, foot_off, floor_z, first)
 
 
-def _camera_threshold(delta: np.ndarray, fi: np.ndarray, height: np.ndarray, n_frames: int,
-                      cfg: AssociationConfig) -> float | None:  # fmt: skip
+def _camera_threshold(delta: np.ndarray, fi: np.ndarray, height: np.ndarray, cfg: AssociationConfig) -> float | None:
     """The camera's ``tau``: ``tau_factor`` x the median over frames of the nearest head's distance
     ``delta``, clipped to ``floor .. tau_max_px``; None with fewer than ``min_calibration_frames``
     frames. The floor is ``tau_min_px``, or ``tau_min_height_frac`` x the median box ``height`` (px) of
@@ -372,7 +371,7 @@ def select_wearer(
     for v in range(V):
         sel_v = c.vi == v
         boxes = obs.box[c.rows[sel_v]]
-        tau = _camera_threshold(c.delta[sel_v], c.fi[sel_v], boxes[:, 3] - boxes[:, 1], F, cfg)
+        tau = _camera_threshold(c.delta[sel_v], c.fi[sel_v], boxes[:, 3] - boxes[:, 1], cfg)
         if tau is None:
             out["flags"][:, v] |= FLAG_LOW_CALIBRATION
         else:
