@@ -49,7 +49,7 @@ def main() -> None:
     from motionkit.body.fitting import BodyFitConfig, coco_rows, fit_batch, fit_body_model
     from motionkit.data.egoexo4d import EgoExoDataset
     from motionkit.eval.metrics import mpjpe, pa_mpjpe
-    from motionkit.geometry.interpolation import bracket, lerp
+    from motionkit.eval.synthetic_report import truth_at_samples
     from motionkit.pipeline import PipelineConfig, build_fit_inputs, run_take
     from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
@@ -64,7 +64,7 @@ def main() -> None:
     for r, i in zip(results, infos, strict=True):
         with h5py.File(tmp / "ds" / "gt" / f"{i.take_uid}.h5") as g:
             gt30 = g["wearer/coco17_world"][()]
-        truth.append(lerp(gt30, bracket(np.arange(len(gt30)) / 30.0, r["grid/time_s"])))
+        truth.append(truth_at_samples(gt30, r["grid/frame_pos"]))
     devices = args.devices.split(",") if args.devices else ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     st = kernels.ensure_loaded(cuda="cuda" in devices)
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"

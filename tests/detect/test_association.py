@@ -102,6 +102,21 @@ def test_threshold_clamps_and_reasons(crowded):
     assert (d.reason[111:150] == "ARIA_TS_NAN").all()
 
 
+def test_threshold_floor_follows_the_nearest_peoples_size():
+    """tau = 2.5 x the median nearest-head distance, floored at 60 px or 15 % of the nearest heads'
+    people's median box height, whichever is smaller (far cameras); the farther heads do not count."""
+    from motionkit.detect.association import _camera_threshold
+
+    fi = np.repeat(np.arange(20), 2)  # 20 frames, two candidates each
+    delta = np.tile([4.0, 90.0], 20)  # the nearest head 4 px from the anchor, the other 90 px
+    small, large = np.tile([200.0, 900.0], 20), np.tile([1000.0, 100.0], 20)
+    cfg = AssociationConfig()
+    assert _camera_threshold(delta, fi, small, cfg) == pytest.approx(0.15 * 200.0)  # 30 px < 60 px
+    assert _camera_threshold(delta, fi, large, cfg) == pytest.approx(60.0)  # 150 px > 60 px
+    assert _camera_threshold(delta * 10, fi, small, cfg) == pytest.approx(100.0)  # 2.5 x 40 px, above the floor
+    assert _camera_threshold(delta[:18], fi[:18], small[:18], cfg) is None  # 9 frames: too few
+
+
 @pytest.fixture(scope="module")
 def realistic31(tmp_path_factory):
     """Three realistic 20-s takes (seed 31): companions close to the wearer, bends, crouches, a jog."""
