@@ -53,7 +53,8 @@ def overlay_frame() -> None:
         shot = tmp / "viewer.png"
         subprocess.run([chromium, "--headless=new", "--no-sandbox", "--use-angle=swiftshader",
                         "--enable-unsafe-swiftshader", "--window-size=1000,640", "--virtual-time-budget=15000",
-                        f"--screenshot={shot}", f"http://127.0.0.1:{port}"], check=True, capture_output=True)  # fmt: skip
+                        f"--screenshot={shot}", f"http://127.0.0.1:{port}"],
+                       check=True, capture_output=True)  # fmt: skip
         server.stop()
         cv2.imwrite(str(OUT / "viewer.jpg"), cv2.imread(str(shot))[:, :, :], [cv2.IMWRITE_JPEG_QUALITY, 80])
 

@@ -93,7 +93,9 @@ class BodyFitConfig:
     time_levels: int = 9  # knots every 2 .. 2**time_levels frames under the body-joint rotations and the
     # translation (body/multiscale.py: Adam then corrects slow errors as fast as quick ones); 0: per frame only
     tri_smooth_s: float = 0.25  # Gaussian sigma (s) of the temporal smoothing of the triangulated joints
-    second_pass_px: float = 30.0  # after stage C, drop observations farther than this from the fitted body
+    second_pass_px: float = 30.0  # after stage C, drop observations farther than this from the fitted body ...
+    second_pass_sigmas: float = 0.5  # ... and than this many of their COCO keypoint sigmas x the body's projected
+    # size (a near body's hips are noisier than 30 px; 0: the fixed threshold alone)
     second_pass_sides: bool = True  # ... and those nearer their left/right counterpart's projection than their own
     second_pass_side_sigmas: float = 0.3  # ... limb labels only when also farther from their own than this many
     # of their COCO keypoint sigmas x the body's projected size (``SIDE_MARGIN_SIGMAS``: on a far or side-on
@@ -113,7 +115,8 @@ class BodyFitConfig:
     max_batch_frames: int = 4800  # windows of long takes are fitted in batches of at most this many frames
     # (bounded memory for takes of any length; the problems of a batch are independent, so the result
     # does not depend on it: an execution option)
-    max_gap_s: float = 0.5
+    max_gap_s: float = 0.4  # a valid frame: >= 2 supporting views, or in a gap of at most this between such runs
+    min_seen_run_s: float = 0.1  # ... runs at least this long (``quality.valid_frames``)
     device: str = "cpu"  # torch device, or "auto" (CUDA when available)
     kernels: str = "auto"  # "torch" (body.ops_torch), "fused" (body.ops_fused) or "auto" (fused when built)
     cuda_graphs: bool = True  # on CUDA with fused kernels, replay each stage's Adam iteration as a CUDA graph
@@ -515,19 +518,22 @@ SIDE_MARGIN_SIGMAS = np.where(np.isin(np.arange(17), np.ravel(COCO17_LIMB_LR_PAI
 
 def second_pass_drop(uv: torch.Tensor, kp: torch.Tensor, wt: torch.Tensor, cfg: BodyFitConfig) -> torch.Tensor:
     """``(P, M, V, 17)`` bool: the used observations (``wt > 0``) that disagree with the fitted body's
-    projection ``uv``: farther than ``cfg.second_pass_px``, or (``second_pass_sides``) nearer their
+    projection ``uv``: farther than ``cfg.second_pass_px`` and than ``cfg.second_pass_sigmas`` x their
+    COCO keypoint sigma x the body's projected size (the diagonal of its keypoints' box in that view:
+    the detector's noise grows with the body), or (``second_pass_sides``) nearer their
     left/right counterpart's projection than their own and, for the limb labels, farther from their
     own than ``second_pass_side_sigmas`` x their COCO keypoint sigma (``SIDE_MARGIN_SIGMAS``) x the
-    body's projected size (the diagonal of its keypoints' box in that view), and then
-    (``second_pass_pairs``) their partners."""
+    body's projected size, and then (``second_pass_pairs``) their partners."""
     e = ((uv - kp) ** 2).sum(-1).sqrt()
     used = wt > 0
-    drop = used & ~(e <= cfg.second_pass_px)
+    size = ((uv.amax(-2) - uv.amin(-2)) ** 2).sum(-1).sqrt()[..., None]  # (P, M, V, 1) px
+    sigmas = torch.as_tensor(COCO17_OKS_SIGMAS, dtype=uv.dtype, device=uv.device)
+    far = (cfg.second_pass_sigmas * sigmas * size).nan_to_num(0.0).clamp_min(cfg.second_pass_px)  # (P, M, V, 17)
+    drop = used & ~(e <= far)
     if cfg.second_pass_sides:  # a left/right label the fitted body contradicts
         flip = torch.as_tensor(COCO17_FLIP, device=uv.device)  # each keypoint's counterpart (itself: nose)
         has_side = flip != torch.arange(len(COCO17_FLIP), device=uv.device)
         e_other = ((uv[..., flip, :] - kp) ** 2).sum(-1).sqrt()
-        size = ((uv.amax(-2) - uv.amin(-2)) ** 2).sum(-1).sqrt()[..., None]  # (P, M, V, 1) px
         margin = cfg.second_pass_side_sigmas * torch.as_tensor(SIDE_MARGIN_SIGMAS, dtype=uv.dtype, device=uv.device)
         contradicted = used & has_side & (e_other < e) & (e > margin * size)
         if cfg.second_pass_pairs:  # a swap moves both labels of a pair: its partner goes too

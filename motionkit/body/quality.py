@@ -22,7 +22,7 @@ STATIC_WINDOW_S = 1.5
 HIGH_REPROJ_PX = 60.0
 SHORT_SEGMENT_S = 2.0
 BODY_LANDMARKS = np.setdiff1d(np.arange(17), COCO17_FACE)  # COCO shoulders .. ankles
-OCCLUDED_MIN_TRUSTED = 9  # of the 12 body landmarks
+OCCLUDED_MIN_TRUSTED = 10  # of the 12 body landmarks (three or more untrusted: a part of the body is guessed)
 
 
 @dataclass(frozen=True)
@@ -65,9 +65,15 @@ def joint_trusted(support: np.ndarray, valid: np.ndarray, fps: float, cfg: Trust
     return valid[:, None] & (steady >= cfg.trust_views)
 
 
-def valid_frames(n_views: np.ndarray, fps: float, max_gap_s: float) -> np.ndarray:
-    """Frames seen by >= 2 views, plus gaps of at most ``max_gap_s`` between such frames: ``(M,)`` bool."""
+def valid_frames(n_views: np.ndarray, fps: float, max_gap_s: float, min_run_s: float = 0.0) -> np.ndarray:
+    """``(M,)`` bool: frames seen by >= 2 views (``n_views (M,)``, ``supporting_views``) in runs of at least
+    ``min_run_s`` (one sample at the least: a lone frame that two views support amid frames that one
+    supports is no evidence), plus gaps of at most ``max_gap_s`` between such runs."""
     seen = np.asarray(n_views) >= 2
+    min_run = max(1, int(round(min_run_s * fps)))
+    if min_run > 1:
+        for a, b in valid_runs(seen):
+            seen[a:b] = b - a >= min_run
     valid = seen.copy()
     idx = np.flatnonzero(seen)
     gaps = np.diff(idx) - 1
@@ -89,7 +95,7 @@ def quality_flags(joints, valid, n_views, fps, cpf, names, reproj_px=None, trust
     40 m/s^2), ``EYE_ARIA_FAR`` (eye midpoint more than 0.30 m from the anchor), ``STATIC`` (no joint
     faster than 0.1 m/s within 1.5 s; informational), ``HIGH_REPROJ`` (median over the used views
     above 60 px), ``SHORT_SEGMENT`` (in a valid run shorter than 2 s), ``OCCLUDED`` (a valid frame with
-    fewer than 9 of its 12 body landmarks, shoulders to ankles, trusted: parts of the body are guessed).
+    fewer than 10 of its 12 body landmarks, shoulders to ankles, trusted: parts of the body are guessed).
     """
     body = convolve1d(np.nan_to_num(joints[:, :22]), SMOOTHING_TAPS, axis=0, mode="nearest")
     vel = np.zeros(len(body))

@@ -321,7 +321,7 @@ def stage_fit(ctx: StageContext) -> None:
     support = joint_support(out.obs_weight, trust)
     n_views = supporting_views(out.obs_weight, trust)
     M = len(out.transl)
-    valid = valid_frames(n_views, fps, bcfg.max_gap_s)
+    valid = valid_frames(n_views, fps, bcfg.max_gap_s, bcfg.min_seen_run_s)
     J = out.joints.copy()
     J[~valid] = np.nan
     nanv = np.where(valid[:, None], 1.0, np.nan)
@@ -358,6 +358,7 @@ def stage_fit(ctx: StageContext) -> None:
             **_camera_arrays(out.camera_refinement, inp.T_cam_world),
         },
         second_pass_px=bcfg.second_pass_px,
+        second_pass_sigmas=bcfg.second_pass_sigmas,
         second_pass_dropped=int(out.n_dropped),
         cameras_refined=out.camera_refinement is not None,
     )

@@ -67,3 +67,21 @@ def test_side_check_ignores_limb_labels_within_the_noise_of_a_small_body():
         swapped[..., 9, :], swapped[..., 10, :] = uv[..., 10, :], uv[..., 9, :]
         dropped = drop(uv, swapped, cfg)
         assert dropped[9] and dropped[10] and dropped[limbs].sum() == 2, height
+
+
+def test_second_pass_threshold_grows_with_the_noise_of_a_near_body():
+    """Observations 40 px from their projections: within the noise of a near body's hips (0.5 x their COCO
+    sigma x the 1,040-px body diagonal is 56 px), an error on a far body's hips and on any body's eyes
+    (their scaled thresholds, 11 and 13 px, are below the 30-px floor); at 25 px nothing goes."""
+    wt = torch.ones(1, 1, 1, 17)
+    for height, hips_kept in ((1000.0, True), (200.0, False)):
+        uv = _person(height, 1, 1)
+        for off, dropped in ((40.0, True), (25.0, False)):
+            kp = uv + [off, 0.0]
+            d = second_pass_drop(*(torch.as_tensor(x[None], dtype=torch.float64) for x in (uv, kp)), wt,
+                                 BodyFitConfig(second_pass_sides=False))[0, 0, 0]  # fmt: skip
+            assert bool(d[1]) == dropped and bool(d[2]) == dropped  # eyes: the 30-px floor
+            assert bool(d[11]) == (dropped and not hips_kept) and bool(d[12]) == (dropped and not hips_kept)
+        fixed = BodyFitConfig(second_pass_sides=False, second_pass_sigmas=0.0)
+        kp = uv + [40.0, 0.0]
+        assert second_pass_drop(*(torch.as_tensor(x[None]) for x in (uv, kp)), wt, fixed).all()  # 30 px alone

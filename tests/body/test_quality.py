@@ -1,6 +1,7 @@
 import numpy as np
 
 from motionkit.body.quality import (
+    BODY_LANDMARKS,
     TrustConfig,
     joint_support,
     joint_trusted,
@@ -48,6 +49,17 @@ def test_valid_frames_bridge_short_gaps_only():
     assert v[:25].all() and not v[25:45].any() and v[45:].all()
 
 
+def test_a_lone_frame_of_two_views_does_not_bridge_a_stretch_of_one():
+    """One view for 0.5 s, interrupted by two single frames that two views support: with runs of at least
+    0.1 s required, the stretch is a 0.5-s gap, too long to bridge; a run of two frames still counts."""
+    n = np.r_[np.full(10, 3), 1, 1, 1, 2, 1, 1, 1, 2, 1, 1, np.full(10, 3)]
+    assert valid_frames(n, 20.0, 0.4).all()  # without the run length: gaps of 3, 3 and 2 frames, bridged
+    v = valid_frames(n, 20.0, 0.4, min_run_s=0.1)
+    assert v[:10].all() and not v[10:20].any() and v[20:].all()
+    n[13:15] = 2  # a run of two frames (0.1 s): it counts, the gaps of 3 and 5 frames are bridged
+    assert valid_frames(n, 20.0, 0.4, min_run_s=0.1).all()
+
+
 def test_support_counts_views_whose_weight_is_kept():
     cfg = TrustConfig(support_weight=0.02, view_landmarks=8)
     w = np.zeros((3, 4, 17))
@@ -77,3 +89,8 @@ def test_a_joint_is_trusted_where_two_views_support_it_steadily():
     f = quality_flags(_body(M, fps, np.ones(M)), valid, np.full(M, 3), fps, np.zeros((M, 3)), NAMES,
                       trusted=np.where(np.arange(M)[:, None] < 20, t, t & (np.arange(17) < 8)))  # fmt: skip
     np.testing.assert_array_equal(np.flatnonzero(f["OCCLUDED"]), np.arange(20, 50))  # 3 of 12 body landmarks
+    body_untrusted = lambda k: np.isin(np.arange(17), BODY_LANDMARKS[-k:])  # noqa: E731  the last k: legs
+    for k, flagged in ((2, False), (3, True)):  # both ankles untrusted: not flagged; a knee as well: flagged
+        f = quality_flags(_body(M, fps, np.ones(M)), valid, np.full(M, 3), fps, np.zeros((M, 3)), NAMES,
+                          trusted=np.ones((M, 17), bool) & ~body_untrusted(k))  # fmt: skip
+        assert f["OCCLUDED"][:50].all() == flagged and not f["OCCLUDED"][50:].any()

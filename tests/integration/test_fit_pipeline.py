@@ -127,9 +127,12 @@ def test_observation_weights_follow_the_truth(default_root, fitted):
         assert (w[r["association/det_index"] < 0] == 0).all()
         assert r.group_attrs["fit"]["second_pass_dropped"] > 0
         d = take_difficulty(default_root, r.attrs["take_uid"], out)
-        # measured far 0.5 % / 0.7 %, near 90.9 % / 94.2 % (the side check of the second pass and its pair
-        # rule drop some right ones where left and right are close together), swaps handled 92 % / 100 %
-        assert d["far_obs_keeping_weight"] <= 0.015
+        # measured far 6.5 % / 1.9 %, near 92.3 % / 94.7 % (the side check of the second pass and its pair rule drop
+        # some right ones where left and right are close together), swaps handled 94 % / 97 %. "Far" is 50 px from
+        # the truth, but these bodies are 1,300-1,400 px and the second pass keeps what lies within 0.5 x
+        # a keypoint's COCO sigma x that size: the kept ones are mostly clean hips 55-90 px off (0.5 / 0.7 %
+        # with the fixed 30 px of 0.7.0, which dropped a quarter of the near hips' clean observations)
+        assert d["far_obs_keeping_weight"] <= 0.07
         assert d["near_obs_keeping_weight"] >= 0.90
         assert d["swapped_camera_frames_handled"] >= 0.90
 
