@@ -15,13 +15,12 @@ Usage: ``python benchmarks/bench_presets.py DIR [--datasets demo,seed55,seed31,h
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
-import time
 from pathlib import Path
 
 import numpy as np
+from bench_scenarios import fit_synthetic  # this folder is on the path when a script here runs
 
 DATASETS = {  # name: (seed, takes, preset)
     "demo": (2026, 3, "realistic"),
@@ -32,20 +31,10 @@ DATASETS = {  # name: (seed, takes, preset)
 
 
 def fit_dataset(folder: Path, name: str, refit: bool) -> dict:
-    from motionkit.pipeline import PipelineConfig, run_take
-    from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
+    from motionkit.synthetic.writer import SynthConfig
 
-    timing = folder / "timing.json"
-    if timing.is_file() and not refit:
-        return json.loads(timing.read_text())
     seed, takes, preset = DATASETS[name]
-    uids = write_synthetic_dataset(folder, SynthConfig(takes=takes, seed=seed, duration=20.0, preset=preset))
-    t0 = time.perf_counter()
-    for uid in uids:
-        run_take(folder, uid, folder / "fits", PipelineConfig(device="cpu"), progress=False, plot=False)
-    rec = {"fit_wall_s": time.perf_counter() - t0, "takes": len(uids)}
-    timing.write_text(json.dumps(rec))
-    return rec
+    return fit_synthetic(folder, SynthConfig(takes=takes, seed=seed, duration=20.0, preset=preset), refit)
 
 
 def score_dataset(folder: Path) -> dict:
