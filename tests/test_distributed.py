@@ -39,10 +39,10 @@ def _manifest(out):
     return [json.loads(ln) for ln in (out / "manifest.jsonl").read_text().splitlines()]
 
 
-def _check_summary(summary, uids):
-    assert sorted(summary["done"]) == sorted(u for i, u in enumerate(uids) if i != 2)
-    assert list(summary["failed"]) == [uids[2]]
-    assert "closed_loop_trajectory.csv" in summary["failed"][uids[2]]
+def _check_summary(summary, takes, bad):
+    assert sorted(summary["done"]) == sorted(u for u in takes if u != bad)
+    assert list(summary["failed"]) == [bad]
+    assert "closed_loop_trajectory.csv" in summary["failed"][bad]
 
 
 @pytest.mark.parametrize("executor", ["local", "ray", "slurm"])
@@ -52,16 +52,18 @@ def test_executors_finish_good_takes_and_record_the_bad_one(six_takes, tmp_path,
     if executor == "slurm":
         pytest.importorskip("submitit")
     root, uids = six_takes
+    # Ray and Slurm: the executor's plumbing on one good take and the bad one (a Ray worker's start is slow)
+    takes = uids if executor == "local" else [uids[0], uids[2]]
     out = tmp_path / "out"
     bc = BatchConfig(executor=executor, workers=2, slurm_local=True, slurm_folder=str(tmp_path / "slurm"))
     try:
-        summary = run_batch(root, out, uids, FAST, bc)
+        summary = run_batch(root, out, takes, FAST, bc)
     finally:
         if executor == "ray":
             import ray
 
             ray.shutdown()
-    _check_summary(summary, uids)
+    _check_summary(summary, takes, uids[2])
     recs = _manifest(out)
     assert {r["take"] for r in recs if r["status"] == "done"} == set(summary["done"])
     bad = [r for r in recs if r["take"] == uids[2]]
@@ -70,7 +72,7 @@ def test_executors_finish_good_takes_and_record_the_bad_one(six_takes, tmp_path,
     assert read_result(out / f"{uids[2]}.h5").attrs["status"] == "failed"
     assert not list(out.glob(".*.tmp"))
     # a rerun skips the finished takes
-    again = run_batch(root, out, uids, FAST, BatchConfig(executor="local", workers=2))
+    again = run_batch(root, out, takes, FAST, BatchConfig(executor="local", workers=2))
     assert sorted(again["skipped"]) == sorted(summary["done"]) and again["done"] == []
 
 
@@ -142,7 +144,8 @@ def test_killed_worker_and_full_disk_are_recorded_and_retried(six_takes, tmp_pat
     out, killed = tmp_path / "out", []
     killer = threading.Thread(target=_kill_when_running, args=(out, uids[3], killed), daemon=True)
     killer.start()
-    takes = [uids[0], uids[1], uids[3], uids[4]]
+    # Ray: the two faulty takes alone (a Ray worker's start is slow); local: with two takes beside them
+    takes = [uids[0], uids[1], uids[3], uids[4]] if executor == "local" else [uids[1], uids[3]]
     try:
         s = run_batch(root, out, takes, FAST, BatchConfig(executor=executor, workers=2, retries=1))
     finally:
@@ -164,12 +167,15 @@ def test_killed_worker_and_full_disk_are_recorded_and_retried(six_takes, tmp_pat
     full = [r for r in recs if r["take"] == uids[1]]
     assert [(r["attempt"], r.get("reason")) for r in full] == [(1, "OSError"), (2, None)]
     assert "No space left on device" in full[0]["error"]
-    assert [r["attempt"] for r in recs if r["take"] in (uids[0], uids[4])] == [1, 1]
+    assert [r["attempt"] for r in recs if r["take"] in (uids[0], uids[4])] == ([1, 1] if executor == "local" else [])
     assert not list(out.glob(".*.tmp")) and not list((out / ".running").glob("*"))
     for uid in takes:
         assert read_result(out / f"{uid}.h5").attrs["status"] == "ok"
     rep = json.loads((out / "batch_report.json").read_text())
-    assert rep["overhead_seconds"]["n"] == 4 and 0 < rep["overhead_seconds"]["median"] < 10
+    # overhead = wall time minus the stages' seconds: recorded for every done take and a part of its wall time
+    # (its size is a machine's, not a rule's: a respawned worker pays its imports here)
+    walls = [r["wall_s"] for r in recs if r["status"] == "done"]
+    assert rep["overhead_seconds"]["n"] == len(takes) and 0 < rep["overhead_seconds"]["median"] < max(walls)
 
 
 def test_killed_run_resumes_without_recomputing(six_takes, tmp_path):
@@ -207,15 +213,16 @@ def test_missing_dependency_message(monkeypatch, six_takes, tmp_path):
 
 
 def test_takes_per_task_fits_several_takes_in_one_batch(six_takes, tmp_path):
-    """--takes-per-task 3: two tasks of three takes, each fitted in one batch; the bad take is recorded
+    """--takes-per-task 2: two tasks of two takes, each fitted in one batch; the bad take is recorded
     as failed in its group and the others match a one-take-per-task run."""
     root, uids = six_takes
-    single = run_batch(root, tmp_path / "single", uids, FAST, BatchConfig(executor="local", workers=2))
-    grouped = run_batch(root, tmp_path / "grouped", uids, FAST,
-                        BatchConfig(executor="local", workers=2, takes_per_task=3))  # fmt: skip
-    _check_summary(grouped, uids)
+    takes = uids[:4]
+    single = run_batch(root, tmp_path / "single", takes, FAST, BatchConfig(executor="local", workers=2))
+    grouped = run_batch(root, tmp_path / "grouped", takes, FAST,
+                        BatchConfig(executor="local", workers=2, takes_per_task=2))  # fmt: skip
+    _check_summary(grouped, takes, uids[2])
     recs = [r for r in _manifest(tmp_path / "grouped") if r["status"] in ("done", "failed")]
-    assert sorted(len(r["group"]) for r in recs) == [3] * 6
+    assert sorted(len(r["group"]) for r in recs) == [2] * 4
     assert sorted(single["done"]) == sorted(grouped["done"])
     for uid in grouped["done"]:
         a = read_result(tmp_path / "grouped" / f"{uid}.h5")

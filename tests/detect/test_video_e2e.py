@@ -159,12 +159,12 @@ def test_downscaled_videos_give_the_same_wearer_keypoints_in_raw_pixels(video_ro
     take = _take(video_root)
     kp = {}
     for small in (False, True):
-        cfg = PipelineConfig(detector="rfdetr", downscaled_video=small)
+        cfg = PipelineConfig(detector="rfdetr", downscaled_video=small, fps=10.0)  # 15 samples of the 1.5 s
         oc = run_fit(video_root, take.uid, tmp_path / f"out{small}", cfg, until="associate", progress=False,
                      plot=False, video_models=(ColourPersonDetector(), MarkerKeypoints()))  # fmt: skip
         kp[small] = oc.result["association/keypoints"]
     both = np.isfinite(kp[False]).all(-1) & np.isfinite(kp[True]).all(-1)
-    assert both.mean() > 0.5
+    assert both.mean() > 0.8  # measured 0.90 (the samples where both runs selected the wearer)
     err = np.linalg.norm(kp[False] - kp[True], axis=-1)[both]
     scale = take.rig.cameras[0].height / 448  # raw pixels per pixel of the 448-high video
-    assert np.median(err) < 0.6 * scale, (np.median(err), scale)  # 2.2 raw px (0.46 px of the 448p video)
+    assert np.median(err) < 0.6 * scale, (np.median(err), scale)  # 2.1 raw px (0.43 px of the 448p video)

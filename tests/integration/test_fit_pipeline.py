@@ -279,10 +279,10 @@ def test_fused_and_torch_fits_agree_against_the_truth(default_root, fitted):
 
     _, outcomes = fitted
     r = outcomes[0].result
-    inp = _inputs_from_result(r)
+    inp = _inputs_from_result(r, n=100)  # the first 5 s of the take: four fits of it
     body = BodyModel(vertex_keypoints=FACE_KEYPOINTS)
     with h5py.File(default_root / "gt" / f"{r.attrs['take_uid']}.h5") as g:
-        gt = _gt_at(g["wearer/coco17_world"][()], r["grid/time_s"])
+        gt = _gt_at(g["wearer/coco17_world"][()], r["grid/time_s"][:100])
     got = {}
     for second_pass in (0, BodyFitConfig.second_pass_iters):
         fits = {k: fit_sequence(body, inp, BodyFitConfig(kernels=k, second_pass_iters=second_pass))
@@ -290,13 +290,13 @@ def test_fused_and_torch_fits_agree_against_the_truth(default_root, fitted):
         pa = {k: np.nanmean(pa_mpjpe(f.joints[:, list(SMPLX_TO_COCO17)], gt)) for k, f in fits.items()}  # mm
         diff = np.linalg.norm(fits["fused"].joints - fits["torch"].joints, axis=-1)
         got[second_pass] = abs(pa["fused"] - pa["torch"]), np.median(diff)
-    # measured 0.004 mm and 0.53 mm (the PA bound is the acceptance line of the fused operators)
+    # measured 0.06 mm and 0.60 mm (the PA bound is the acceptance line of the fused operators)
     assert got[0][0] <= 0.1 and got[0][1] < 1e-3, got
     # metres: float32 sums in another order, through ~900 Adam steps of a non-convex fit whose second
     # pass drops observations near its 30-px line and whose limb pairs choose a labelling per view (a
     # near-tie may go either way). The fit's own sensitivity bounds this: inputs moved by 1e-4 px move the
     # median joint by 2.0-3.7 mm and a take's PA-MPJPE by up to 0.18 mm on these takes. Measured here
-    # 0.019 mm and 3.8 mm
+    # 0.11 mm and 1.5 mm
     assert got[second_pass][0] <= 0.2 and got[second_pass][1] < 5e-3, got
 
 
@@ -328,7 +328,7 @@ def test_fit_takes_batches_long_and_short_takes_like_fitting_each_alone(fitted):
     long_inp = _inputs_from_result(outcomes[0].result, n=150)
     short_inp = _inputs_from_result(outcomes[1].result, n=60, v=3)
     body = BodyModel(vertex_keypoints=FACE_KEYPOINTS)
-    cfg = BodyFitConfig(window=80, overlap=20)
+    cfg = BodyFitConfig(window=80, overlap=20, iters=(20, 40, 20))  # equality needs no convergence
     together = fit_takes(body, [long_inp, short_inp], cfg)
     alone = [fit_take(body, x, cfg) for x in (long_inp, short_inp)]
     assert together[0].losses["windows"] == 3
