@@ -70,17 +70,14 @@ def valid_frames(n_views: np.ndarray, fps: float, max_gap_s: float, min_run_s: f
     ``min_run_s`` (one sample at the least: a lone frame that two views support amid frames that one
     supports is no evidence), plus gaps of at most ``max_gap_s`` between such runs."""
     seen = np.asarray(n_views) >= 2
-    min_run = max(1, int(round(min_run_s * fps)))
-    if min_run > 1:
-        for a, b in valid_runs(seen):
-            seen[a:b] = b - a >= min_run
-    valid = seen.copy()
-    idx = np.flatnonzero(seen)
-    gaps = np.diff(idx) - 1
-    for a, g in zip(idx[:-1][gaps > 0], gaps[gaps > 0], strict=True):
-        if g / fps <= max_gap_s:
-            valid[a + 1 : a + 1 + g] = True
-    return valid
+    runs = np.array(valid_runs(seen), dtype=np.int64).reshape(-1, 2)  # (R, 2) [start, stop)
+    runs = runs[runs[:, 1] - runs[:, 0] >= max(1, int(round(min_run_s * fps)))]
+    gaps = np.c_[runs[:-1, 1], runs[1:, 0]]  # between consecutive kept runs
+    spans = np.r_[runs, gaps[(gaps[:, 1] - gaps[:, 0]) / fps <= max_gap_s]]
+    edges = np.zeros(len(seen) + 1, dtype=np.int64)
+    np.add.at(edges, spans[:, 0], 1)
+    np.add.at(edges, spans[:, 1], -1)
+    return np.cumsum(edges[:-1]) > 0
 
 
 def quality_flags(joints, valid, n_views, fps, cpf, names, reproj_px=None, trusted=None) -> dict[str, np.ndarray]:

@@ -89,8 +89,8 @@ def test_a_joint_is_trusted_where_two_views_support_it_steadily():
     f = quality_flags(_body(M, fps, np.ones(M)), valid, np.full(M, 3), fps, np.zeros((M, 3)), NAMES,
                       trusted=np.where(np.arange(M)[:, None] < 20, t, t & (np.arange(17) < 8)))  # fmt: skip
     np.testing.assert_array_equal(np.flatnonzero(f["OCCLUDED"]), np.arange(20, 50))  # 3 of 12 body landmarks
-    body_untrusted = lambda k: np.isin(np.arange(17), BODY_LANDMARKS[-k:])  # noqa: E731  the last k: legs
     for k, flagged in ((2, False), (3, True)):  # both ankles untrusted: not flagged; a knee as well: flagged
+        legs = np.isin(np.arange(17), BODY_LANDMARKS[-k:])  # the last k body landmarks
         f = quality_flags(_body(M, fps, np.ones(M)), valid, np.full(M, 3), fps, np.zeros((M, 3)), NAMES,
-                          trusted=np.ones((M, 17), bool) & ~body_untrusted(k))  # fmt: skip
+                          trusted=np.broadcast_to(~legs, (M, 17)))  # fmt: skip
         assert f["OCCLUDED"][:50].all() == flagged and not f["OCCLUDED"][50:].any()
