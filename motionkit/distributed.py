@@ -198,7 +198,12 @@ def _exit_reason(procs: list) -> str:
     """How the worker process of a broken single-process pool ended (its exit code or signal); ``procs``:
     the pool's processes, taken when the job was handed over (the pool forgets them once broken)."""
     for p in procs:
+        deadline = time.monotonic() + 5
         p.join(timeout=5)
+        # the pool's own thread reaps its broken processes too: if it won the race for the exit status, this
+        # thread's wait saw none, and the status appears on the shared Popen a moment later
+        while p.exitcode is None and time.monotonic() < deadline:
+            time.sleep(0.01)
         if p.exitcode is not None and p.exitcode < 0:
             return f"worker process {p.pid} was killed by {signal.Signals(-p.exitcode).name}"
         if p.exitcode:

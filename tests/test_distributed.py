@@ -18,7 +18,7 @@ from motionkit.cli import main
 from motionkit.common import faults
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.store import read_result
-from motionkit.distributed import BatchConfig, SacctNoticeOnce, run_batch
+from motionkit.distributed import BatchConfig, SacctNoticeOnce, _exit_reason, run_batch
 from motionkit.pipeline import PipelineConfig, run_fit
 from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
@@ -176,6 +176,27 @@ def test_killed_worker_and_full_disk_are_recorded_and_retried(six_takes, tmp_pat
     # (its size is a machine's, not a rule's: a respawned worker pays its imports here)
     walls = [r["wall_s"] for r in recs if r["status"] == "done"]
     assert rep["overhead_seconds"]["n"] == len(takes) and 0 < rep["overhead_seconds"]["median"] < max(walls)
+
+
+def test_the_signal_is_named_when_the_pool_thread_reaped_the_worker_first():
+    """The pool's own thread and the driver both wait for a broken worker; the one that loses sees no
+    status for a moment (ECHILD) and must wait for it rather than report an unknown end."""
+
+    class ReapedElsewhere:
+        pid = 4242
+
+        def __init__(self):
+            self.reads = 0
+
+        def join(self, timeout=None):
+            pass
+
+        @property
+        def exitcode(self):
+            self.reads += 1
+            return None if self.reads < 5 else -signal.SIGKILL
+
+    assert _exit_reason([ReapedElsewhere()]) == "worker process 4242 was killed by SIGKILL"
 
 
 def test_killed_run_resumes_without_recomputing(six_takes, tmp_path):
