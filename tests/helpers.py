@@ -65,7 +65,8 @@ def gt_result(
     res.put("grid", {"frame_pos": pos, "frame_index": np.rint(pos).astype(np.int64), "time_s": pos / TAKE_FPS},
             fps=fps, n_take_frames=F)  # fmt: skip
     rig = EgoExoDataset(root).take(uid).rig
-    res.put("cameras", {"params": rig.params, "T_world_cam": np.stack([c.T_world_cam for c in rig])},
+    res.put("cameras", {"params": rig.params, "T_world_cam": np.stack([c.T_world_cam for c in rig]),
+                         "size": rig.sizes},
             names=json.dumps(rig.names))  # fmt: skip
     go = np.where(valid[:, None], r.global_orient, np.nan)
     res.put(

@@ -52,9 +52,14 @@ def joint_support(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:
     return _supporting(obs_weight, cfg).sum(1).astype(np.int16)
 
 
+def supporting_cameras(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:
+    """``(M, V)`` bool: the view supports the frame, with ``cfg.view_landmarks`` or more supported landmarks."""
+    return _supporting(obs_weight, cfg).sum(-1) >= cfg.view_landmarks
+
+
 def supporting_views(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:
-    """``(M,)`` views that support the frame: ``cfg.view_landmarks`` or more supported landmarks each."""
-    return (_supporting(obs_weight, cfg).sum(-1) >= cfg.view_landmarks).sum(-1)
+    """``(M,)`` views that support the frame (``supporting_cameras``)."""
+    return supporting_cameras(obs_weight, cfg).sum(-1)
 
 
 def joint_trusted(support: np.ndarray, valid: np.ndarray, fps: float, cfg: TrustConfig) -> np.ndarray:

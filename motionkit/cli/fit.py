@@ -81,6 +81,12 @@ FIT_OPTIONS = [
     _fit_option("cross_view", "--cross-view/--no-cross-view",
                 help="Check each view's wearer against the wearer the other views triangulate: select it "
                      "where the SOMA rule found nobody, replace a selection that disagrees (CROSS_VIEW)."),
+    _fit_option("world_anchor.use_aria", "--aria-world/--calibration-world",
+                help="Move the fitted body (with the cameras it was fitted in) by one shift per take toward where "
+                     "the Aria trajectory puts the head, as far as the cameras' distance makes their world "
+                     "doubtful (court cameras: most of the way; near ones: little; fit/world_shift_m). "
+                     "--calibration-world keeps the calibration's world, e.g. to score world MPJPE against "
+                     "annotations triangulated with that calibration."),
 ]  # fmt: skip
 
 

@@ -44,6 +44,7 @@ from motionkit.conventions import (
 )
 from motionkit.data.bvh import filled_parameters, joint_trust
 from motionkit.data.egoexo4d import BodyAnnotation, EgoExoDataset
+from motionkit.data.fitted_body import fitted_rig
 from motionkit.data.store import TakeResult
 from motionkit.geometry.interpolation import valid_runs
 
@@ -124,9 +125,10 @@ def _dataset_extras(result: TakeResult, b: _Builder) -> _Extras:
         return out
     try:
         take = EgoExoDataset(root).take(str(result.attrs["take_uid"]))
-        rig = take.rig
     except (DataError, KeyError, OSError):
         return out
+    # the cameras in the fitted body's world (fit/world_shift_m); a result without its cameras: the calibration
+    rig = fitted_rig(result) if "cameras/size" in result.arrays else take.rig
     for cam in rig:
         T = cam.T_world_cam
         out.cameras.append({"name": cam.name, "type": "perspective", "perspective": {

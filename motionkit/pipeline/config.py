@@ -10,6 +10,7 @@ from typing import Any
 
 from motionkit.body.fitting import KERNEL_CHOICES, BodyFitConfig
 from motionkit.body.quality import TrustConfig
+from motionkit.body.world_anchor import WorldAnchorConfig
 from motionkit.conventions import DEFAULT_FIT_FPS
 from motionkit.detect.association import AssociationConfig
 from motionkit.detect.crossview import CrossViewConfig
@@ -82,6 +83,7 @@ class PipelineConfig:
     weighting: ObservationWeighting = field(default_factory=ObservationWeighting)
     body_fit: BodyFitConfig = field(default_factory=BodyFitConfig)
     trust: TrustConfig = field(default_factory=TrustConfig)
+    world_anchor: WorldAnchorConfig = field(default_factory=WorldAnchorConfig)
     fit_iters: InitVar[tuple[int, int, int] | None] = None
     refine_cameras: InitVar[bool | None] = None
     conf_power: InitVar[float | None] = None

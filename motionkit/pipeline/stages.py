@@ -19,6 +19,7 @@ from motionkit.body.fitting import (
     FACE_KEYPOINTS,
     BodyFitConfig,
     FitInputs,
+    FitOutput,
     coco_landmark_offsets,
     coco_rows,
     fit_batch_calls,
@@ -27,10 +28,25 @@ from motionkit.body.fitting import (
     use_fused_kernels,
 )
 from motionkit.body.model import BodyModel
-from motionkit.body.quality import joint_support, joint_trusted, quality_flags, supporting_views, valid_frames
+from motionkit.body.quality import (
+    joint_support,
+    joint_trusted,
+    quality_flags,
+    supporting_cameras,
+    supporting_views,
+    valid_frames,
+)
+from motionkit.body.world_anchor import aria_world_shift, camera_distance_m, shifted_cameras
 from motionkit.common.device import resolve_device
 from motionkit.common.errors import DataError
-from motionkit.conventions import COCO17_LR_PAIRS, TAKE_FPS, TORSO_COCO17, fit_grid_frames, nearest_take_frames
+from motionkit.conventions import (
+    COCO17_LR_PAIRS,
+    TAKE_FPS,
+    TORSO_COCO17,
+    eye_midpoint,
+    fit_grid_frames,
+    nearest_take_frames,
+)
 from motionkit.data.aria import DEFAULT_CPF_SOURCE
 from motionkit.data.egoexo4d import Take
 from motionkit.data.observations import write_observations
@@ -322,6 +338,11 @@ def stage_fit(ctx: StageContext) -> None:
     n_views = supporting_views(out.obs_weight, trust)
     M = len(out.transl)
     valid = valid_frames(n_views, fps, bcfg.max_gap_s, bcfg.min_seen_run_s)
+    cameras = _camera_arrays(out.camera_refinement, inp.T_cam_world)
+    shift, distance = _world_shift(r, out, cameras["T_cam_world"], valid, supporting_cameras(out.obs_weight, trust),
+                                   ctx.config)  # fmt: skip
+    out = dataclasses.replace(out, transl=out.transl + shift, joints=out.joints + shift)
+    cameras["T_cam_world"] = shifted_cameras(cameras["T_cam_world"], shift)
     J = out.joints.copy()
     J[~valid] = np.nan
     nanv = np.where(valid[:, None], 1.0, np.nan)
@@ -355,8 +376,10 @@ def stage_fit(ctx: StageContext) -> None:
             "supporting_views": n_views.astype(np.int16),
             "coco17_all": out.joints[:, rows].astype(np.float32),
             "landmark_offset_m": coco_landmark_offsets(body, out.kp_delta),
-            **_camera_arrays(out.camera_refinement, inp.T_cam_world),
+            "world_shift_m": shift,
+            **cameras,
         },
+        camera_distance_m=distance,
         second_pass_px=bcfg.second_pass_px,
         second_pass_sigmas=bcfg.second_pass_sigmas,
         second_pass_dropped=int(out.n_dropped),
@@ -374,8 +397,21 @@ def stage_fit(ctx: StageContext) -> None:
             if ref is not None
             else ""
         )
+        + f"world moved toward the Aria trajectory by {np.linalg.norm(shift) * 1000:.0f} mm; "
         + f"betas {np.round(out.betas[:3], 2).tolist()}..."
     )
+
+
+def _world_shift(r: TakeResult, out: FitOutput, T_cam_world: np.ndarray, valid: np.ndarray, supporting: np.ndarray,
+                 cfg: PipelineConfig) -> tuple[np.ndarray, float]:  # fmt: skip
+    """The shift ``(3,)`` that moves the fitted world onto the Aria trajectory, and the supporting cameras'
+    median distance to the body it rests on (``body.world_anchor``)."""
+    centers = np.linalg.inv(T_cam_world)[:, :3, 3]
+    distance = camera_distance_m(centers, out.joints[:, 0], supporting & valid[:, None])
+    usable = valid & r["aria/valid"].astype(bool)
+    shift = aria_world_shift(eye_midpoint(out.joints, FACE_KEYPOINTS), r["aria/position"], usable, distance,
+                             cfg.world_anchor)  # fmt: skip
+    return shift, distance
 
 
 def _camera_arrays(ref: CameraRefinement | None, calibrated: np.ndarray) -> dict:

@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 
 import motionkit.pipeline.runner as runner
+from motionkit.body.world_anchor import shifted_cameras
 from motionkit.common.errors import DataError
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.store import read_result
 from motionkit.pipeline import STAGES, PipelineConfig, build_fit_inputs, is_complete, run_fit
+from motionkit.pipeline.config import with_leaf
 
 FAST = PipelineConfig(fit_iters=(5, 10, 5))
 
@@ -101,8 +103,19 @@ def test_the_cameras_the_fit_used_are_recorded(synth_root, take_uid, tmp_path):
     fixed = PipelineConfig(fit_iters=(5, 10, 5), refine_cameras=False)
     r = read_result(run_fit(synth_root, take_uid, tmp_path / "plain", fixed, progress=False, plot=False).path)
     assert not r.group_attrs["fit"]["cameras_refined"]
-    np.testing.assert_array_equal(r["fit/T_cam_world"], rig.T_cam_world)
+    # the calibration itself, moved with the fitted body onto the Aria trajectory (near cameras: a few mm)
+    shift = r["fit/world_shift_m"]
+    assert shift.shape == (3,) and 0 < np.linalg.norm(shift) < 0.01
+    np.testing.assert_allclose(r["fit/T_cam_world"], shifted_cameras(rig.T_cam_world, shift), atol=1e-12)
     assert "fit/camera_rotation_deg" not in r.arrays
+    # --calibration-world: the same fit, left where the calibration put it
+    calib = with_leaf(fixed, "world_anchor.use_aria", False)
+    c = read_result(run_fit(synth_root, take_uid, tmp_path / "calib", calib, progress=False, plot=False).path)
+    assert (c["fit/world_shift_m"] == 0).all()
+    np.testing.assert_array_equal(c["fit/T_cam_world"], rig.T_cam_world)
+    moved = (r["joints/coco17"] - c["joints/coco17"]).reshape(-1, 3)
+    moved = moved[np.isfinite(moved).all(-1)]  # valid frames
+    assert len(moved) and np.abs(moved - shift).max() < 1e-9
     refined = read_result(run_fit(synth_root, take_uid, tmp_path / "refined", FAST, progress=False, plot=True).path)
     assert refined.group_attrs["fit"]["cameras_refined"]
     V = len(rig)
