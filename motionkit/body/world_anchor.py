@@ -5,8 +5,8 @@ moves that world by about its distance times its angular error, so far cameras (
 leave the whole body a few centimetres from where the Aria glasses, localised by their own SLAM, put
 the head; near cameras (2-5 m) leave millimetres. ``aria_world_shift`` estimates the offset of one take
 as the median, over its valid frames, of the Aria CPF minus the fitted eye midpoint (frames more than
-10 cm from a first median left out), and shrinks it by
-how much more the Aria estimate is to be believed than the cameras' world (per axis):
+10 cm from a first median left out), and shrinks it by how much more the Aria estimate is to be
+believed than the cameras' world (per axis):
 
     shift = median(cpf - eyes) * s_cam^2 / (s_cam^2 + s_aria^2),
     s_cam = camera_error_per_m * (median distance of the supporting cameras to the body),
@@ -66,13 +66,16 @@ def aria_world_shift(eyes: np.ndarray, cpf: np.ndarray, usable: np.ndarray, came
 
     ``eyes (M, 3)`` fitted eye midpoint and ``cpf (M, 3)`` Aria CPF, world metres; ``usable (M,)`` bool:
     valid frames with an Aria pose; ``camera_distance`` metres (``camera_distance_m``). Zero when
-    ``cfg.use_aria`` is off, with fewer than ``cfg.min_frames`` usable frames, or without a distance."""
+    ``cfg.use_aria`` is off, with fewer than ``cfg.min_frames`` usable frames (or frames near the first
+    median), or without a distance."""
     usable = np.asarray(usable, bool) & np.isfinite(eyes).all(-1) & np.isfinite(cpf).all(-1)
     if not cfg.use_aria or usable.sum() < cfg.min_frames or not np.isfinite(camera_distance):
         return np.zeros(3)
     diff = cpf[usable] - eyes[usable]
     offset = np.median(diff, axis=0)
     near = np.linalg.norm(diff - offset, axis=-1) <= cfg.inlier_m  # a relocalised stretch of SLAM is left out
+    if near.sum() < cfg.min_frames:  # no consistent offset: the Aria track and the fit disagree too much
+        return np.zeros(3)
     offset = np.median(diff[near], axis=0)
     s_cam2 = (cfg.camera_error_per_m * camera_distance) ** 2
     return offset * s_cam2 / (s_cam2 + cfg.aria_error_m**2)

@@ -47,6 +47,9 @@ def test_the_shift_ignores_a_minority_of_bad_aria_poses_and_needs_enough_frames(
     nan_cpf = cpf.copy()
     nan_cpf[::2] = np.nan  # no pose: not used
     assert np.linalg.norm(aria_world_shift(fitted, nan_cpf, usable, 15.0, CFG) - clean) < 0.005
+    split = cpf.copy()
+    split[::2] += 0.6  # two tracks 0.6 m apart: no offset is consistent with both
+    assert (aria_world_shift(fitted, split, usable, 15.0, CFG) == 0).all()
     few = np.zeros(len(eyes), bool)
     few[: CFG.min_frames - 1] = True
     assert (aria_world_shift(fitted, cpf, few, 15.0, CFG) == 0).all()
