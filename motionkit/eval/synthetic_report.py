@@ -14,6 +14,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from motionkit.body.quality import BODY_LANDMARKS
 from motionkit.common.errors import DataError
 from motionkit.conventions import COCO17_LR_PAIRS, SMPLX_TO_COCO17
 from motionkit.data.egoexo4d import EgoExoDataset
@@ -146,6 +147,7 @@ def take_difficulty(root: str | Path, take_uid: str, fits: str | Path | None = N
         out["triangulation_pa_mpjpe_mm"] = float(np.nanmean(pa_mpjpe(tri, truth)))
         if fit is not None:
             out["fit_pa_mpjpe_mm"] = float(np.nanmean(pa_mpjpe(fit, fit_truth)))
+            out["fit_world_offset_mm"] = world_offset_mm(fit, fit_truth)
         if "fit/obs_weight" in res.arrays and true is not None and kind is not None:
             out.update(_weight_checks(res, true.project(truth), kind[frames][:, vids], gt["person_id"]))
         if gt["visible"] is not None:
@@ -163,6 +165,16 @@ def truth_at_samples(truth: np.ndarray, frame_pos: np.ndarray) -> np.ndarray:
     at its own frame's time (``FitInputs``), so its samples sit at ``frame_pos``, not at the nearest frame:
     at 20 fps every other sample is half a frame (17 ms) from it, 50 mm for a wrist at 3 m/s."""
     return lerp(truth, bracket(np.arange(len(truth), dtype=np.float64), np.asarray(frame_pos, np.float64)))
+
+
+def world_offset_mm(fit: np.ndarray, truth: np.ndarray) -> float:
+    """How far the fitted body sits from the truth as a whole (mm): the norm of the mean, over the frames
+    where ``fit (M, 17, 3)`` is finite, of the mean offset ``fit - truth`` of the 12 body landmarks
+    (world metres). A calibration's world error shows here and not in PA-MPJPE (docs/result_file.md,
+    "The fitted world"). NaN without a finite frame."""
+    d = (fit - truth)[:, BODY_LANDMARKS].mean(1)  # (M, 3)
+    ok = np.isfinite(d).all(-1)
+    return float(np.linalg.norm(d[ok].mean(0)) * 1000.0) if ok.any() else float("nan")
 
 
 FRAME_FAIL_MM = 100.0  # a frame whose PA-MPJPE against the true landmarks is above this is a failure

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from motionkit.eval.synthetic_report import format_difficulty, pooled_checks, selection_checks
+from motionkit.eval.synthetic_report import format_difficulty, pooled_checks, selection_checks, world_offset_mm
 
 
 def test_pooled_checks_count_every_observation_once():
@@ -85,3 +85,13 @@ def test_truth_at_samples_reads_the_truth_at_the_fit_sample_times():
     assert got.shape == (21, 1, 3)
     nearest = truth[np.rint(pos).astype(int)]
     assert np.abs(nearest - got).max() == pytest.approx(0.05)  # what the nearest frame got wrong: 50 mm
+
+
+def test_world_offset_is_what_the_body_shares_and_pa_mpjpe_removes():
+    rng = np.random.default_rng(0)
+    truth = rng.normal(0, 0.3, (50, 17, 3))
+    fit = truth + np.array([0.03, -0.04, 0.0]) + rng.normal(0, 0.01, truth.shape)  # 50 mm off, 10 mm noise
+    fit[:, :5] += 0.5  # the face does not count
+    fit[10:20] = np.nan  # invalid frames do not count
+    assert world_offset_mm(fit, truth) == pytest.approx(50.0, abs=1.0)  # mean of 480 x 12 noisy offsets
+    assert np.isnan(world_offset_mm(np.full_like(truth, np.nan), truth))
