@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from motionkit.geometry.rotations import make_transform
+
 
 @dataclass(frozen=True)
 class WorldAnchorConfig:
@@ -52,7 +54,7 @@ def camera_distance_m(camera_centers: np.ndarray, body_position: np.ndarray, sup
     """Median distance (m) from each camera to the body where it supports the fit.
 
     ``camera_centers (V, 3)`` world metres, ``body_position (M, 3)`` (the pelvis, world metres),
-    ``supporting (M, V)`` bool: the camera supports frame ``m`` (``body.quality.supporting_views``' rule).
+    ``supporting (M, V)`` bool: the camera supports frame ``m`` (``body.quality.supporting_cameras``).
     NaN when no camera supports any frame."""
     dist = np.linalg.norm(body_position[:, None] - camera_centers[None], axis=-1)  # (M, V)
     picked = dist[np.asarray(supporting, bool) & np.isfinite(dist)]
@@ -84,6 +86,4 @@ def aria_world_shift(eyes: np.ndarray, cpf: np.ndarray, usable: np.ndarray, came
 def shifted_cameras(T_cam_world: np.ndarray, shift: np.ndarray) -> np.ndarray:
     """``(V, 4, 4)`` world -> camera transforms of cameras moved with the world by ``shift (3,)``: a point
     ``x + shift`` maps to where ``x`` did under ``T_cam_world (V, 4, 4)``."""
-    out = np.array(T_cam_world, dtype=np.float64, copy=True)
-    out[..., :3, 3] -= np.einsum("...ij,j->...i", out[..., :3, :3], np.asarray(shift, np.float64))
-    return out
+    return np.asarray(T_cam_world, np.float64) @ make_transform(np.eye(3), -np.asarray(shift, np.float64))

@@ -33,7 +33,6 @@ from motionkit.body.quality import (
     joint_trusted,
     quality_flags,
     supporting_cameras,
-    supporting_views,
     valid_frames,
 )
 from motionkit.body.world_anchor import aria_world_shift, camera_distance_m, shifted_cameras
@@ -59,6 +58,7 @@ from motionkit.detect.wearer import associate_wearer
 from motionkit.eval.protocol import EvalConfig, match_to_annotation, score_take, video_time_coverage
 from motionkit.eval.run import fit_samples
 from motionkit.geometry.refine import CameraRefinement
+from motionkit.geometry.rotations import invert_transform
 from motionkit.geometry.swaps import swap_bits
 from motionkit.geometry.triangulation import prune_far_cameras, triangulate, view_outliers
 from motionkit.motion.derive import FEATURE_FPS, derive_motion
@@ -335,12 +335,12 @@ def stage_fit(ctx: StageContext) -> None:
     r.attrs["fit_kernels"] = kernels
     trust = ctx.config.trust
     support = joint_support(out.obs_weight, trust)
-    n_views = supporting_views(out.obs_weight, trust)
+    supporting = supporting_cameras(out.obs_weight, trust)  # (M, V)
+    n_views = supporting.sum(-1)
     M = len(out.transl)
     valid = valid_frames(n_views, fps, bcfg.max_gap_s, bcfg.min_seen_run_s)
     cameras = _camera_arrays(out.camera_refinement, inp.T_cam_world)
-    shift, distance = _world_shift(r, out, cameras["T_cam_world"], valid, supporting_cameras(out.obs_weight, trust),
-                                   ctx.config)  # fmt: skip
+    shift, distance = _world_shift(r, out, cameras["T_cam_world"], valid, supporting, ctx.config)
     out = dataclasses.replace(out, transl=out.transl + shift, joints=out.joints + shift)
     cameras["T_cam_world"] = shifted_cameras(cameras["T_cam_world"], shift)
     J = out.joints.copy()
@@ -404,9 +404,9 @@ def stage_fit(ctx: StageContext) -> None:
 
 def _world_shift(r: TakeResult, out: FitOutput, T_cam_world: np.ndarray, valid: np.ndarray, supporting: np.ndarray,
                  cfg: PipelineConfig) -> tuple[np.ndarray, float]:  # fmt: skip
-    """The shift ``(3,)`` that moves the fitted world onto the Aria trajectory, and the supporting cameras'
-    median distance to the body it rests on (``body.world_anchor``)."""
-    centers = np.linalg.inv(T_cam_world)[:, :3, 3]
+    """The shift ``(3,)`` that moves the fitted world onto the Aria trajectory, and the median distance of
+    the cameras to the body where they support (``supporting (M, V)``) a valid frame (``body.world_anchor``)."""
+    centers = invert_transform(T_cam_world)[:, :3, 3]
     distance = camera_distance_m(centers, out.joints[:, 0], supporting & valid[:, None])
     usable = valid & r["aria/valid"].astype(bool)
     shift = aria_world_shift(eye_midpoint(out.joints, FACE_KEYPOINTS), r["aria/position"], usable, distance,
