@@ -44,6 +44,7 @@ for _a, _b in COCO17_LR_PAIRS:
 COCO17_OKS_SIGMAS = np.array([0.26, 0.25, 0.25, 0.35, 0.35, 0.79, 0.79, 0.72, 0.72, 0.62, 0.62, 1.07, 1.07, 0.87,
                               0.87, 0.89, 0.89]) / 10.0  # fmt: skip
 COCO17_FACE = (0, 1, 2, 3, 4)
+COCO17_BODY = tuple(range(5, 17))  # shoulders .. ankles: the landmarks that are not on the face
 # limbs used for drawing; the first 12 (arms, legs, shoulders, hips, sides) for the shape initialisation
 COCO17_LIMBS: tuple[tuple[int, int], ...] = (
     (5, 7), (7, 9), (6, 8), (8, 10), (11, 13), (13, 15), (12, 14), (14, 16),

@@ -31,6 +31,7 @@ from motionkit.body.objective import JOINT_LIMITS, PRIOR_TERMS, reprojection_par
 from motionkit.body.optim import lr_schedule, run_iterations
 from motionkit.common.device import resolve_device
 from motionkit.conventions import (
+    COCO17_BODY,
     COCO17_FLIP,
     COCO17_LIMB_LR_PAIRS,
     COCO17_OKS_SIGMAS,
@@ -82,7 +83,9 @@ class BodyFitConfig:
     rep_reference_px: float = 640.0  # per problem, the reprojection term is scaled up by (this / the wearer's
     # median projected size)^2, clipped to 1 .. 16 (``reprojection_scale``); 0: off
     w_3d: tuple[float, float] = (0.1, 0.01)  # stages A-B, C
-    w_smooth: float = 1e-4  # mean squared acceleration (m/s^2)^2 of the joints (3e-5 before time_levels)
+    w_smooth: float = 1e-4  # mean squared acceleration (m/s^2)^2 of the joints (3e-5 before time_levels) ...
+    smooth_reference_m_s: float = 1.0  # ... per problem scaled by (this / the wearer's RMS speed)^4, clipped to
+    # 1/4 .. 1 (``smoothness_scale``: a wearer who runs gets a weaker prior); 0: off
     w_orient_smooth: float = 1.0
     w_pose: float = 1e-5
     w_limits: float = 1.0
@@ -115,8 +118,6 @@ class BodyFitConfig:
     max_batch_frames: int = 4800  # windows of long takes are fitted in batches of at most this many frames
     # (bounded memory for takes of any length; the problems of a batch are independent, so the result
     # does not depend on it: an execution option)
-    max_gap_s: float = 0.4  # a valid frame: >= 2 supporting views, or in a gap of at most this between such runs
-    min_seen_run_s: float = 0.1  # ... runs at least this long (``quality.valid_frames``)
     device: str = "cpu"  # torch device, or "auto" (CUDA when available)
     kernels: str = "auto"  # "torch" (body.ops_torch), "fused" (body.ops_fused) or "auto" (fused when built)
     cuda_graphs: bool = True  # on CUDA with fused kernels, replay each stage's Adam iteration as a CUDA graph
@@ -245,6 +246,41 @@ def reprojection_scale(keypoints: np.ndarray, weights: np.ndarray, reference_px:
     return float(np.clip((reference_px / size) ** 2, 1.0, REP_SCALE_CLIP))
 
 
+SMOOTH_SCALE_MIN = 0.25
+MIN_SPEED_SAMPLES = 20  # landmark-frames with a speed that a measurement needs
+
+
+def body_speed_rms(tri: np.ndarray, fps: float) -> float:
+    """RMS speed (m/s) of the body landmarks (COCO shoulders .. ankles) of ``tri (M, 17, 3)`` world
+    metres (NaN missing) at ``fps``, over the landmark-frames seen in two consecutive frames; NaN with
+    fewer than ``MIN_SPEED_SAMPLES`` of them."""
+    x = np.asarray(tri, dtype=np.float64)[:, list(COCO17_BODY)]
+    speed = np.linalg.norm(np.diff(x, axis=0), axis=-1).ravel() * fps
+    speed = speed[np.isfinite(speed)]
+    return float(np.sqrt(np.mean(speed**2))) if len(speed) >= MIN_SPEED_SAMPLES else float("nan")
+
+
+def smoothness_scale(tri: np.ndarray, fps: float, reference_m_s: float) -> float:
+    """Factor of a problem's acceleration term: ``(reference_m_s / body_speed_rms(tri, fps))^4``,
+    clipped to ``SMOOTH_SCALE_MIN .. 1``; 1 when ``reference_m_s`` is 0 or the speed unknown.
+    ``tri (M, 17, 3)``: the problem's triangulated landmarks after their smoothing in time.
+
+    The term is a Gaussian prior on the joints' accelerations, and its weight suits wearers who cook,
+    repair, play music, dance or walk (RMS speeds 0.1-1.0 m/s). The same movement played ``k`` times
+    faster has ``k`` times the speeds and ``k^2`` the accelerations, so its prior should be ``k^4``
+    times weaker: a wearer who runs, cuts and jumps on a court (1.05-1.8 m/s) otherwise has a fit that
+    lags behind the quick moves (joints accelerating at 10-30 m/s^2 were more than 50 mm off 23 % of
+    the time on 20-s basketball takes). The speed, not the acceleration, is measured: detector errors
+    that persist over a few frames accelerate the triangulation as much as a quick movement does, but
+    hardly move it. The factor never exceeds 1: a still wearer keeps the tuned weight."""
+    if not reference_m_s:
+        return 1.0
+    speed = body_speed_rms(tri, fps)
+    if not np.isfinite(speed) or speed <= 0:
+        return 1.0
+    return float(np.clip((reference_m_s / speed) ** 4, SMOOTH_SCALE_MIN, 1.0))
+
+
 @dataclass
 class ProblemBatch:
     """The problems of one ``fit_batch`` call, padded to the longest (``M`` frames, repeating the last)
@@ -273,6 +309,7 @@ class ProblemBatch:
     fps: torch.Tensor
     coco: torch.Tensor
     rep_scale: torch.Tensor  # (P,) factor of each problem's reprojection term (``reprojection_scale``)
+    smooth_scale: torch.Tensor  # (P,) factor of each problem's acceleration term (``smoothness_scale``)
     # made once, not per iteration: 1 - w1, the problem index (P, 1), a zero term (P, 1)
     w0: torch.Tensor = field(init=False)
     problem: torch.Tensor = field(init=False)
@@ -339,6 +376,7 @@ def pack_problems(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig, 
     # triangulated joints are noisy frame by frame (errors of the 2D detector that persist over a few
     # frames): smooth them in time before they initialise the pose and enter the 3D term
     inputs = [dataclasses.replace(x, tri=smooth_in_time(x.tri, cfg.tri_smooth_s * x.fps)) for x in inputs]
+    smooth_scale = [smoothness_scale(x.tri, x.fps, cfg.smooth_reference_m_s) for x in inputs]
     b0 = init_shapes(body, [x.tri for x in inputs]) if betas is None else [np.asarray(b, np.float64) for b in betas]
     inits = [init_pose(body, b, x.tri) for b, x in zip(b0, inputs, strict=True)]
 
@@ -374,6 +412,7 @@ def pack_problems(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig, 
         fps=torch.as_tensor([x.fps for x in inputs], dtype=dt, device=dev),
         coco=torch.as_tensor(coco_rows(body), device=dev),
         rep_scale=T([reprojection_scale(x.keypoints, x.weights, cfg.rep_reference_px) for x in inputs]),
+        smooth_scale=T(smooth_scale),
     )
     R0 = np.concatenate(
         [np.stack([_pad(r[0], M) for r in inits])[:, :, None], np.stack([_pad(r[1], M) for r in inits])], 2
@@ -477,6 +516,7 @@ def optimise_stage(ops: ModuleType, body: BodyModel, batch: ProblemBatch, v: Fit
     by_name = stage_weights(cfg, stage, v, batch.M)
     weights = torch.tensor([by_name[n] for n in names], dtype=dt, device=dev).repeat(batch.P, 1)  # (P, terms)
     weights[:, names.index("rep")] *= batch.rep_scale
+    weights[:, names.index("smooth")] *= batch.smooth_scale
     tri_w = batch.tri_w
     if stage == 0:  # stage A: the torso only
         torso_mask = torch.zeros(len(SMPLX_TO_COCO17), dtype=dt, device=dev)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.ndimage import convolve1d, maximum_filter1d, median_filter
 
-from motionkit.conventions import COCO17_FACE, eye_midpoint
+from motionkit.conventions import COCO17_BODY, eye_midpoint
 from motionkit.geometry.interpolation import valid_runs
 
 SMOOTHING_TAPS = np.array([0.05, 0.25, 0.4, 0.25, 0.05])
@@ -21,7 +21,7 @@ STATIC_M_S = 0.1
 STATIC_WINDOW_S = 1.5
 HIGH_REPROJ_PX = 60.0
 SHORT_SEGMENT_S = 2.0
-BODY_LANDMARKS = np.setdiff1d(np.arange(17), COCO17_FACE)  # COCO shoulders .. ankles
+BODY_LANDMARKS = np.array(COCO17_BODY)  # COCO shoulders .. ankles
 OCCLUDED_MIN_TRUSTED = 10  # of the 12 body landmarks (three or more untrusted: a part of the body is guessed)
 
 
@@ -34,12 +34,16 @@ class TrustConfig:
     hidden joints rarely are. ``view_landmarks``: a view supports the frame with at least this many
     supported landmarks (of 17). ``trust_views``: a joint of a valid frame is trusted when the median
     of its supporting views over ``support_window_s`` (centred) is at least this (the fit is smooth in
-    time: one frame's dropped observation does not move the joint, a hidden stretch does)."""
+    time: one frame's dropped observation does not move the joint, a hidden stretch does). A frame is
+    valid with two or more supporting views in a run at least ``min_seen_run_s`` long, or in a gap of
+    at most ``max_gap_s`` between such runs (``valid_frames``: the fit is smooth through it)."""
 
     support_weight: float = 0.02
     view_landmarks: int = 8
     trust_views: int = 2
     support_window_s: float = 0.5
+    max_gap_s: float = 0.4
+    min_seen_run_s: float = 0.1
 
 
 def _supporting(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:

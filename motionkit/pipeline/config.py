@@ -32,6 +32,8 @@ EXECUTION_OPTIONS = (
     "body_fit.cuda_graphs",
     "body_fit.max_batch_frames",
 )
+# leaves that moved (old dotted path -> new): ``from_dict`` still reads configs written before (0.10.0)
+MOVED_LEAVES = {"body_fit.max_gap_s": "trust.max_gap_s", "body_fit.min_seen_run_s": "trust.min_seen_run_s"}
 # keyword shortcuts of the constructor (and of the CLI's options) for leaves inside the sub-configs
 SHORTCUTS = {
     "fit_iters": "body_fit.iters",
@@ -127,7 +129,13 @@ class PipelineConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> PipelineConfig:
-        """Inverse of ``to_dict`` (JSON turns tuples into lists; sub-configs may be partial)."""
+        """Inverse of ``to_dict`` (JSON turns tuples into lists; sub-configs may be partial; leaves of
+        earlier versions that moved, ``MOVED_LEAVES``, are read at their new place)."""
+        d = {k: dict(v) if isinstance(v, dict) else v for k, v in d.items()}
+        for old, new in MOVED_LEAVES.items():
+            (old_parent, old_leaf), (new_parent, new_leaf) = old.split("."), new.split(".")
+            if old_leaf in d.get(old_parent, {}):
+                d.setdefault(new_parent, {}).setdefault(new_leaf, d[old_parent].pop(old_leaf))
         return _from_dict(cls, d)
 
 

@@ -1,11 +1,18 @@
-"""The fit's pixel-scale rules: the reprojection term's per-problem scale and the side check of the
-second pass, on hand-made projections (no fit)."""
+"""The fit's per-problem scales and pixel rules: the reprojection term's scale, the acceleration term's
+scale and the side check of the second pass, on hand-made inputs (no fit)."""
 
 import numpy as np
 import pytest
 import torch
 
-from motionkit.body.fitting import BodyFitConfig, projected_size_px, reprojection_scale, second_pass_drop
+from motionkit.body.fitting import (
+    BodyFitConfig,
+    body_speed_rms,
+    projected_size_px,
+    reprojection_scale,
+    second_pass_drop,
+    smoothness_scale,
+)
 from motionkit.conventions import COCO17_FLIP, COCO17_LIMB_LR_PAIRS
 
 
@@ -37,6 +44,41 @@ def test_reprojection_scale_grows_with_the_inverse_square_of_a_small_size_and_is
     assert reprojection_scale(_person(300.0), w, 100 * size) == 16.0  # clipped
     assert reprojection_scale(_person(300.0), w, 0.0) == 1.0  # off
     assert reprojection_scale(_person(300.0), np.zeros_like(w), size) == 1.0  # no size: unscaled
+
+
+def _swaying(amplitude_m: float, freq_hz: float, fps: float = 20.0, seconds: float = 30.0) -> np.ndarray:
+    """``(M, 17, 3)`` landmarks moving together along x as ``amplitude sin(2 pi f t)``, 0.1 m apart in z."""
+    t = np.arange(int(seconds * fps)) / fps
+    x = amplitude_m * np.sin(2 * np.pi * freq_hz * t)
+    return np.stack([np.c_[x, np.zeros_like(x), np.full_like(x, 0.1 * j)] for j in range(17)], 1)
+
+
+def test_body_speed_rms_of_a_sway_is_its_analytic_value():
+    """``A sin(w t)`` has RMS speed ``A w / sqrt(2)``; the frame difference at 20 fps measures it
+    times ``sin(w dt / 2) / (w dt / 2)`` (30 whole periods: no end effect)."""
+    fps, A, f = 20.0, 0.4, 0.5
+    w, dt = 2 * np.pi * f, 1 / fps
+    expected = A * w / np.sqrt(2) * np.sin(w * dt / 2) / (w * dt / 2)
+    tri = _swaying(A, f, fps, seconds=60.0)
+    assert body_speed_rms(tri, fps) == pytest.approx(expected, rel=1e-3)
+    tri[:, :5] = np.random.default_rng(0).normal(size=(len(tri), 5, 3))  # the face does not count
+    tri[1::2, 5:] = np.nan  # frames seen without a seen neighbour give no speed
+    assert np.isnan(body_speed_rms(tri, fps))
+    assert np.isnan(body_speed_rms(tri[:2], fps))
+
+
+def test_smoothness_scale_weakens_the_prior_as_speed_to_the_fourth_for_runners_only():
+    fps = 20.0
+    walk, run, sprint = _swaying(0.2, 0.5), _swaying(0.6, 0.5), _swaying(2.0, 0.5)  # ~0.44, ~1.3, ~4.4 m/s
+    assert smoothness_scale(walk, fps, 1.0) == 1.0  # never stronger than tuned
+    speed = body_speed_rms(run, fps)
+    assert smoothness_scale(run, fps, 1.0) == pytest.approx(speed**-4)
+    # the same sway twice as fast has twice the speed (and four times the acceleration): against twice
+    # the reference it gets the same factor (up to the frame difference's 1.2 % loss at 1 Hz)
+    assert smoothness_scale(_swaying(0.6, 1.0), fps, 2.0) == pytest.approx(smoothness_scale(run, fps, 1.0), rel=0.02)
+    assert smoothness_scale(sprint, fps, 1.0) == 0.25  # clipped
+    assert smoothness_scale(run, fps, 0.0) == 1.0  # off
+    assert smoothness_scale(np.full_like(run, np.nan), fps, 1.0) == 1.0  # unknown: unscaled
 
 
 def test_side_check_ignores_limb_labels_within_the_noise_of_a_small_body():

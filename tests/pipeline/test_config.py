@@ -11,7 +11,14 @@ import pytest
 from motionkit.cli import main
 from motionkit.cli.fit import FIT_OPTIONS
 from motionkit.data.store import config_hash
-from motionkit.pipeline.config import EXECUTION_OPTIONS, SHORTCUTS, PipelineConfig, config_leaves, with_leaf
+from motionkit.pipeline.config import (
+    EXECUTION_OPTIONS,
+    MOVED_LEAVES,
+    SHORTCUTS,
+    PipelineConfig,
+    config_leaves,
+    with_leaf,
+)
 
 # values a leaf can take besides its default, for leaves whose type alone does not say (choices)
 CHOICES = {
@@ -72,6 +79,14 @@ def test_the_tree_round_trips_through_json():
     assert back == cfg and back.body_fit.camera_refine.iters == 7
     with pytest.raises(ValueError, match="unknown PipelineConfig option"):
         PipelineConfig.from_dict({"no_such_option": 1})
+
+
+def test_configs_written_before_a_leaf_moved_read_it_at_its_new_place():
+    old = {"body_fit": {"max_gap_s": 0.3, "min_seen_run_s": 0.2, "iters": [5, 10, 5]}}  # as 0.9.x wrote them
+    cfg = PipelineConfig.from_dict(old)
+    assert (cfg.trust.max_gap_s, cfg.trust.min_seen_run_s, cfg.body_fit.iters) == (0.3, 0.2, (5, 10, 5))
+    assert old["body_fit"]["max_gap_s"] == 0.3  # the caller's dict is left as it was
+    assert set(MOVED_LEAVES.values()) <= set(config_leaves(PipelineConfig()))
 
 
 def test_shortcuts_set_and_read_the_leaves_inside_the_tree():
