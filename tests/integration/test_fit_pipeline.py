@@ -7,6 +7,7 @@ import json
 import h5py
 import numpy as np
 import pytest
+import torch
 
 from motionkit.body.fitting import (
     FACE_KEYPOINTS,
@@ -18,7 +19,10 @@ from motionkit.body.fitting import (
     fit_sequence,
     fit_take,
     fit_takes,
+    pack_problems,
+    smoothness_scale,
 )
+from motionkit.body.initial import smooth_in_time
 from motionkit.body.model import BodyModel
 from motionkit.conventions import COCO17_POSED_JOINTS, SMPLX_JOINT_NAMES
 from motionkit.data.egoexo4d import EgoExoDataset
@@ -255,6 +259,21 @@ def test_batched_problems_stay_independent(fitted):
         # for bit (the torch path agrees to rounding, ~1e-4 m after the fit amplifies it)
         np.testing.assert_array_equal(got.joints, alone.joints)
         np.testing.assert_array_equal(got.betas, alone.betas)
+
+
+def test_each_problem_weighs_its_smoothness_by_its_own_wearers_speed(fitted):
+    """The demo wearers walk (RMS speed under 1 m/s): their acceleration term keeps its weight. The same
+    take with every third frame kept at the same rate is a wearer moving three times as fast: in the
+    same batch its term is weakened by the speed's fourth power (~1.2 m/s: to ~0.44)."""
+    _, outcomes = fitted
+    walk = _inputs_from_result(outcomes[0].result, 240)
+    fast = dataclasses.replace(walk, keypoints=walk.keypoints[::3], weights=walk.weights[::3],
+                               obs_frame=walk.obs_frame[::3], tri=walk.tri[::3])  # fmt: skip
+    cfg = BodyFitConfig()
+    batch, _ = pack_problems(BodyModel(vertex_keypoints=FACE_KEYPOINTS), [walk, fast], cfg, torch.device("cpu"))
+    expected = [smoothness_scale(smooth_in_time(x.tri, cfg.tri_smooth_s * x.fps), x.fps, 1.0) for x in (walk, fast)]
+    assert expected[0] == 1.0 and 0.3 < expected[1] < 0.6
+    np.testing.assert_allclose(batch.smooth_scale.numpy(), expected)
 
 
 def _inputs_from_result(r, n=None, v=None) -> FitInputs:
