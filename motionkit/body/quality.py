@@ -36,7 +36,9 @@ class TrustConfig:
     of its supporting views over ``support_window_s`` (centred) is at least this (the fit is smooth in
     time: one frame's dropped observation does not move the joint, a hidden stretch does). A frame is
     valid with two or more supporting views in a run at least ``min_seen_run_s`` long, or in a gap of
-    at most ``max_gap_s`` between such runs (``valid_frames``: the fit is smooth through it)."""
+    at most ``max_gap_s`` between such runs (``valid_frames``: the fit is smooth through it); frames
+    that two views each see with ``seen_view_landmarks`` or more supported landmarks are valid too, in
+    runs as long, but bridge no gap."""
 
     support_weight: float = 0.02
     view_landmarks: int = 8
@@ -44,6 +46,7 @@ class TrustConfig:
     support_window_s: float = 0.5
     max_gap_s: float = 0.4
     min_seen_run_s: float = 0.1
+    seen_view_landmarks: int = 7
 
 
 def _supporting(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:
@@ -56,14 +59,25 @@ def joint_support(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:
     return _supporting(obs_weight, cfg).sum(1).astype(np.int16)
 
 
+def supported_landmarks(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:
+    """``(M, V)`` landmarks each view supports (``obs_weight (M, V, 17)`` above ``cfg.support_weight``)."""
+    return _supporting(obs_weight, cfg).sum(-1)
+
+
 def supporting_cameras(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:
     """``(M, V)`` bool: the view supports the frame, with ``cfg.view_landmarks`` or more supported landmarks."""
-    return _supporting(obs_weight, cfg).sum(-1) >= cfg.view_landmarks
+    return supported_landmarks(obs_weight, cfg) >= cfg.view_landmarks
 
 
 def supporting_views(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:
     """``(M,)`` views that support the frame (``supporting_cameras``)."""
     return supporting_cameras(obs_weight, cfg).sum(-1)
+
+
+def seeing_views(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:
+    """``(M,)`` views that see the frame with ``cfg.seen_view_landmarks`` or more supported landmarks
+    (fewer than a supporting view needs: ``valid_frames``' ``n_seen_views``)."""
+    return (supported_landmarks(obs_weight, cfg) >= cfg.seen_view_landmarks).sum(-1)
 
 
 def joint_trusted(support: np.ndarray, valid: np.ndarray, fps: float, cfg: TrustConfig) -> np.ndarray:
@@ -74,19 +88,33 @@ def joint_trusted(support: np.ndarray, valid: np.ndarray, fps: float, cfg: Trust
     return valid[:, None] & (steady >= cfg.trust_views)
 
 
-def valid_frames(n_views: np.ndarray, fps: float, max_gap_s: float, min_run_s: float = 0.0) -> np.ndarray:
-    """``(M,)`` bool: frames seen by >= 2 views (``n_views (M,)``, ``supporting_views``) in runs of at least
-    ``min_run_s`` (one sample at the least: a lone frame that two views support amid frames that one
-    supports is no evidence), plus gaps of at most ``max_gap_s`` between such runs."""
-    seen = np.asarray(n_views) >= 2
-    runs = np.array(valid_runs(seen), dtype=np.int64).reshape(-1, 2)  # (R, 2) [start, stop)
-    runs = runs[runs[:, 1] - runs[:, 0] >= max(1, int(round(min_run_s * fps)))]
-    gaps = np.c_[runs[:-1, 1], runs[1:, 0]]  # between consecutive kept runs
-    spans = np.r_[runs, gaps[(gaps[:, 1] - gaps[:, 0]) / fps <= max_gap_s]]
-    edges = np.zeros(len(seen) + 1, dtype=np.int64)
+def _long_runs(seen: np.ndarray, fps: float, min_run_s: float) -> np.ndarray:
+    """``(R, 2)`` ``[start, stop)`` of the runs of ``seen (M,)`` at least ``min_run_s`` (one sample) long."""
+    runs = np.array(valid_runs(seen), dtype=np.int64).reshape(-1, 2)
+    return runs[runs[:, 1] - runs[:, 0] >= max(1, int(round(min_run_s * fps)))]
+
+
+def _covered(spans: np.ndarray, M: int) -> np.ndarray:
+    """``(M,)`` bool: frames inside any of the ``[start, stop)`` ``spans (S, 2)``."""
+    edges = np.zeros(M + 1, dtype=np.int64)
     np.add.at(edges, spans[:, 0], 1)
     np.add.at(edges, spans[:, 1], -1)
     return np.cumsum(edges[:-1]) > 0
+
+
+def valid_frames(n_views: np.ndarray, fps: float, max_gap_s: float, min_run_s: float = 0.0,
+                 n_seen_views: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+    """``(M,)`` bool: frames seen by >= 2 views (``n_views (M,)``, ``supporting_views``) in runs of at least
+    ``min_run_s`` (one sample at the least: a lone frame that two views support amid frames that one
+    supports is no evidence), plus gaps of at most ``max_gap_s`` between such runs. With ``n_seen_views
+    (M,)`` (views that see the frame with the weaker ``TrustConfig.seen_view_landmarks``), frames that
+    two of them see, in runs as long, are valid as well, but anchor no bridge over a gap."""
+    runs = _long_runs(np.asarray(n_views) >= 2, fps, min_run_s)
+    gaps = np.c_[runs[:-1, 1], runs[1:, 0]]  # between consecutive kept runs
+    spans = np.r_[runs, gaps[(gaps[:, 1] - gaps[:, 0]) / fps <= max_gap_s]]
+    if n_seen_views is not None:
+        spans = np.r_[spans, _long_runs(np.asarray(n_seen_views) >= 2, fps, min_run_s)]
+    return _covered(spans, len(n_views))
 
 
 def quality_flags(joints, valid, n_views, fps, cpf, names, reproj_px=None, trusted=None) -> dict[str, np.ndarray]:

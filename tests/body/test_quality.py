@@ -6,6 +6,7 @@ from motionkit.body.quality import (
     joint_support,
     joint_trusted,
     quality_flags,
+    seeing_views,
     supporting_views,
     valid_frames,
 )
@@ -58,6 +59,29 @@ def test_a_lone_frame_of_two_views_does_not_bridge_a_stretch_of_one():
     assert v[:10].all() and not v[10:20].any() and v[20:].all()
     n[13:15] = 2  # a run of two frames (0.1 s): it counts, the gaps of 3 and 5 frames are bridged
     assert valid_frames(n, 20.0, 0.4, min_run_s=0.1).all()
+
+
+def test_frames_two_views_see_with_fewer_landmarks_are_valid_but_bridge_no_gap():
+    """Two strong runs 0.55 s apart (too far to bridge); between them a run of 3 frames that two views
+    see with 7 supported landmarks each (``n_seen_views``) and a lone such frame. The run is valid; the
+    lone frame is not; neither anchors a bridge to the strong runs (the gaps stay unseen)."""
+    n_views = np.r_[np.full(10, 3), np.ones(11), np.full(10, 3)]
+    n_seen = n_views.copy()
+    n_seen[14:17] = 2  # a run of 0.15 s
+    n_seen[19] = 2  # a lone frame
+    expected = np.r_[np.ones(10, bool), np.zeros(11, bool), np.ones(10, bool)]
+    np.testing.assert_array_equal(valid_frames(n_views, 20.0, 0.4, 0.1), expected)
+    expected[14:17] = True
+    np.testing.assert_array_equal(valid_frames(n_views, 20.0, 0.4, 0.1, n_seen), expected)
+
+
+def test_seeing_views_count_views_with_the_weaker_landmark_threshold():
+    cfg = TrustConfig(support_weight=0.02, view_landmarks=8, seen_view_landmarks=7)
+    w = np.zeros((2, 3, 17))
+    w[0, 0, :8] = w[0, 1, :7] = w[0, 2, :6] = 0.5
+    w[1, :, :7] = 0.01  # below the support weight: no landmark counts
+    np.testing.assert_array_equal(supporting_views(w, cfg), [1, 0])
+    np.testing.assert_array_equal(seeing_views(w, cfg), [2, 0])
 
 
 def test_support_counts_views_whose_weight_is_kept():
