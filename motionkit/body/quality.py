@@ -21,7 +21,6 @@ STATIC_M_S = 0.1
 STATIC_WINDOW_S = 1.5
 HIGH_REPROJ_PX = 60.0
 SHORT_SEGMENT_S = 2.0
-BODY_LANDMARKS = np.array(COCO17_BODY)  # COCO shoulders .. ankles
 OCCLUDED_MIN_TRUSTED = 10  # of the 12 body landmarks (three or more untrusted: a part of the body is guessed)
 
 
@@ -159,7 +158,7 @@ def quality_flags(joints, valid, n_views, fps, cpf, names, reproj_px=None, trust
         "STATIC": valid & static,
         "HIGH_REPROJ": valid & high_reproj,
         "SHORT_SEGMENT": short,
-        "OCCLUDED": valid & (trusted[:, BODY_LANDMARKS].sum(-1) < OCCLUDED_MIN_TRUSTED)
+        "OCCLUDED": valid & (trusted[:, list(COCO17_BODY)].sum(-1) < OCCLUDED_MIN_TRUSTED)
         if trusted is not None
         else np.zeros(len(body), bool),
     }

@@ -14,9 +14,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from motionkit.body.quality import BODY_LANDMARKS
 from motionkit.common.errors import DataError
-from motionkit.conventions import COCO17_LR_PAIRS, SMPLX_TO_COCO17
+from motionkit.conventions import COCO17_BODY, COCO17_LR_PAIRS, SMPLX_TO_COCO17
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.observations import read_observations
 from motionkit.data.store import read_result, result_path
@@ -172,7 +171,7 @@ def world_offset_mm(fit: np.ndarray, truth: np.ndarray) -> float:
     where ``fit (M, 17, 3)`` is finite, of the mean offset ``fit - truth`` of the 12 body landmarks
     (world metres). A calibration's world error shows here and not in PA-MPJPE (docs/result_file.md,
     "The fitted world"). NaN without a finite frame."""
-    d = (fit - truth)[:, BODY_LANDMARKS].mean(1)  # (M, 3)
+    d = (fit - truth)[:, list(COCO17_BODY)].mean(1)  # (M, 3)
     ok = np.isfinite(d).all(-1)
     return float(np.linalg.norm(d[ok].mean(0)) * 1000.0) if ok.any() else float("nan")
 

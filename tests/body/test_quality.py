@@ -1,7 +1,6 @@
 import numpy as np
 
 from motionkit.body.quality import (
-    BODY_LANDMARKS,
     TrustConfig,
     joint_support,
     joint_trusted,
@@ -10,6 +9,7 @@ from motionkit.body.quality import (
     supporting_views,
     valid_frames,
 )
+from motionkit.conventions import COCO17_BODY
 
 NAMES = ("nose", "right_eye", "left_eye", "right_ear", "left_ear")
 
@@ -114,7 +114,7 @@ def test_a_joint_is_trusted_where_two_views_support_it_steadily():
                       trusted=np.where(np.arange(M)[:, None] < 20, t, t & (np.arange(17) < 8)))  # fmt: skip
     np.testing.assert_array_equal(np.flatnonzero(f["OCCLUDED"]), np.arange(20, 50))  # 3 of 12 body landmarks
     for k, flagged in ((2, False), (3, True)):  # both ankles untrusted: not flagged; a knee as well: flagged
-        legs = np.isin(np.arange(17), BODY_LANDMARKS[-k:])  # the last k body landmarks
+        legs = np.isin(np.arange(17), COCO17_BODY[-k:])  # the last k body landmarks
         f = quality_flags(_body(M, fps, np.ones(M)), valid, np.full(M, 3), fps, np.zeros((M, 3)), NAMES,
                           trusted=np.broadcast_to(~legs, (M, 17)))  # fmt: skip
         assert f["OCCLUDED"][:50].all() == flagged and not f["OCCLUDED"][50:].any()
