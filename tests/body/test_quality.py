@@ -50,6 +50,20 @@ def test_valid_frames_bridge_short_gaps_only():
     assert v[:25].all() and not v[25:45].any() and v[45:].all()
 
 
+def test_a_gap_is_bridged_only_where_the_body_moves_little_across_it():
+    """Two 0.3-s gaps (6 frames at 20 fps) seen by one view: the wearer walks through the first at
+    1 m/s (0.35 m between the frames on either side of it) and runs through the second at 3 m/s
+    (1.05 m): the first is bridged, the second is not at the 0.8-m limit; without positions both are."""
+    n = np.r_[np.full(10, 3), np.ones(6), np.full(10, 3), np.ones(6), np.full(10, 3)]
+    speed = np.r_[np.full(16, 1.0), np.full(26, 3.0)]  # m/s, along x
+    x = np.r_[0.0, np.cumsum(speed[:-1]) / 20.0]
+    pos = np.c_[x, np.zeros((len(x), 2))]
+    assert valid_frames(n, 20.0, 0.4, 0.1).all()
+    v = valid_frames(n, 20.0, 0.4, 0.1, positions=pos, max_gap_travel_m=0.8)
+    assert v[:26].all() and not v[26:32].any() and v[32:].all()
+    assert np.isclose(np.linalg.norm(pos[16] - pos[9]), 0.35) and np.isclose(np.linalg.norm(pos[32] - pos[25]), 1.05)
+
+
 def test_a_lone_frame_of_two_views_does_not_bridge_a_stretch_of_one():
     """One view for 0.5 s, interrupted by two single frames that two views support: with runs of at least
     0.1 s required, the stretch is a 0.5-s gap, too long to bridge; a run of two frames still counts."""
