@@ -103,25 +103,24 @@ def _covered(spans: np.ndarray, M: int) -> np.ndarray:
     return np.cumsum(edges[:-1]) > 0
 
 
-def valid_frames(n_views: np.ndarray, fps: float, max_gap_s: float, min_run_s: float = 0.0,
-                 n_seen_views: np.ndarray | None = None, positions: np.ndarray | None = None,
-                 max_gap_travel_m: float = np.inf) -> np.ndarray:  # fmt: skip
+def valid_frames(n_views: np.ndarray, fps: float, cfg: TrustConfig, n_seen_views: np.ndarray | None = None,
+                 positions: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """``(M,)`` bool: frames seen by >= 2 views (``n_views (M,)``, ``supporting_views``) in runs of at least
-    ``min_run_s`` (one sample at the least: a lone frame that two views support amid frames that one
-    supports is no evidence), plus gaps of at most ``max_gap_s`` between such runs. With ``positions
-    (M, 3)`` (the fitted pelvis, metres) a gap is bridged only where the body moves at most
-    ``max_gap_travel_m`` between the runs' frames on either side of it. With ``n_seen_views (M,)`` (views
-    that see the frame with the weaker ``TrustConfig.seen_view_landmarks``), frames that two of them see,
+    ``cfg.min_seen_run_s`` (one sample at the least: a lone frame that two views support amid frames that
+    one supports is no evidence), plus gaps of at most ``cfg.max_gap_s`` between such runs. With
+    ``positions (M, 3)`` (the fitted pelvis, metres) a gap is bridged only where the body moves at most
+    ``cfg.max_gap_travel_m`` between the runs' frames on either side of it. With ``n_seen_views (M,)``
+    (``seeing_views``: views with the weaker ``cfg.seen_view_landmarks``), frames that two of them see,
     in runs as long, are valid as well, but anchor no bridge over a gap."""
-    runs = _long_runs(np.asarray(n_views) >= 2, fps, min_run_s)
+    runs = _long_runs(np.asarray(n_views) >= 2, fps, cfg.min_seen_run_s)
     gaps = np.c_[runs[:-1, 1], runs[1:, 0]]  # between consecutive kept runs
-    bridged = (gaps[:, 1] - gaps[:, 0]) / fps <= max_gap_s
+    bridged = (gaps[:, 1] - gaps[:, 0]) / fps <= cfg.max_gap_s
     if positions is not None and len(gaps):
         travel = np.linalg.norm(positions[gaps[:, 1]] - positions[gaps[:, 0] - 1], axis=-1)
-        bridged &= travel <= max_gap_travel_m
+        bridged &= travel <= cfg.max_gap_travel_m
     spans = np.r_[runs, gaps[bridged]]
     if n_seen_views is not None:
-        spans = np.r_[spans, _long_runs(np.asarray(n_seen_views) >= 2, fps, min_run_s)]
+        spans = np.r_[spans, _long_runs(np.asarray(n_seen_views) >= 2, fps, cfg.min_seen_run_s)]
     return _covered(spans, len(n_views))
 
 

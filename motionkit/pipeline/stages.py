@@ -339,8 +339,7 @@ def stage_fit(ctx: StageContext) -> None:
     supporting = supporting_cameras(out.obs_weight, trust)  # (M, V)
     n_views = supporting.sum(-1)
     M = len(out.transl)
-    valid = valid_frames(n_views, fps, trust.max_gap_s, trust.min_seen_run_s, seeing_views(out.obs_weight, trust),
-                         out.joints[:, 0], trust.max_gap_travel_m)  # fmt: skip
+    valid = valid_frames(n_views, fps, trust, seeing_views(out.obs_weight, trust), positions=out.joints[:, 0])
     cameras = _camera_arrays(out.camera_refinement, inp.T_cam_world)
     shift, distance = _world_shift(r, out, cameras["T_cam_world"], valid, supporting, ctx.config)
     out = dataclasses.replace(out, transl=out.transl + shift, joints=out.joints + shift)

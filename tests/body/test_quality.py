@@ -46,7 +46,7 @@ def test_flags_follow_their_rules():
 
 def test_valid_frames_bridge_short_gaps_only():
     n = np.r_[np.full(10, 3), np.zeros(5), np.full(10, 3), np.zeros(20), np.full(5, 2)]
-    v = valid_frames(n, 20.0, 0.5)  # 5 frames = 0.25 s: bridged; 20 frames = 1 s: not
+    v = valid_frames(n, 20.0, TrustConfig(max_gap_s=0.5, min_seen_run_s=0.0))  # 0.25-s gap bridged, 1-s gap not
     assert v[:25].all() and not v[25:45].any() and v[45:].all()
 
 
@@ -58,8 +58,8 @@ def test_a_gap_is_bridged_only_where_the_body_moves_little_across_it():
     speed = np.r_[np.full(16, 1.0), np.full(26, 3.0)]  # m/s, along x
     x = np.r_[0.0, np.cumsum(speed[:-1]) / 20.0]
     pos = np.c_[x, np.zeros((len(x), 2))]
-    assert valid_frames(n, 20.0, 0.4, 0.1).all()
-    v = valid_frames(n, 20.0, 0.4, 0.1, positions=pos, max_gap_travel_m=0.8)
+    assert valid_frames(n, 20.0, TrustConfig(max_gap_s=0.4, min_seen_run_s=0.1)).all()
+    v = valid_frames(n, 20.0, TrustConfig(max_gap_s=0.4, min_seen_run_s=0.1, max_gap_travel_m=0.8), positions=pos)
     assert v[:26].all() and not v[26:32].any() and v[32:].all()
     assert np.isclose(np.linalg.norm(pos[16] - pos[9]), 0.35) and np.isclose(np.linalg.norm(pos[32] - pos[25]), 1.05)
 
@@ -68,11 +68,12 @@ def test_a_lone_frame_of_two_views_does_not_bridge_a_stretch_of_one():
     """One view for 0.5 s, interrupted by two single frames that two views support: with runs of at least
     0.1 s required, the stretch is a 0.5-s gap, too long to bridge; a run of two frames still counts."""
     n = np.r_[np.full(10, 3), 1, 1, 1, 2, 1, 1, 1, 2, 1, 1, np.full(10, 3)]
-    assert valid_frames(n, 20.0, 0.4).all()  # without the run length: gaps of 3, 3 and 2 frames, bridged
-    v = valid_frames(n, 20.0, 0.4, min_run_s=0.1)
+    no_run_length = TrustConfig(max_gap_s=0.4, min_seen_run_s=0.0)
+    assert valid_frames(n, 20.0, no_run_length).all()  # gaps of 3, 3 and 2 frames, bridged
+    v = valid_frames(n, 20.0, TrustConfig(max_gap_s=0.4, min_seen_run_s=0.1))
     assert v[:10].all() and not v[10:20].any() and v[20:].all()
     n[13:15] = 2  # a run of two frames (0.1 s): it counts, the gaps of 3 and 5 frames are bridged
-    assert valid_frames(n, 20.0, 0.4, min_run_s=0.1).all()
+    assert valid_frames(n, 20.0, TrustConfig(max_gap_s=0.4, min_seen_run_s=0.1)).all()
 
 
 def test_frames_two_views_see_with_fewer_landmarks_are_valid_but_bridge_no_gap():
@@ -84,9 +85,10 @@ def test_frames_two_views_see_with_fewer_landmarks_are_valid_but_bridge_no_gap()
     n_seen[14:17] = 2  # a run of 0.15 s
     n_seen[19] = 2  # a lone frame
     expected = np.r_[np.ones(10, bool), np.zeros(11, bool), np.ones(10, bool)]
-    np.testing.assert_array_equal(valid_frames(n_views, 20.0, 0.4, 0.1), expected)
+    cfg = TrustConfig(max_gap_s=0.4, min_seen_run_s=0.1)
+    np.testing.assert_array_equal(valid_frames(n_views, 20.0, cfg), expected)
     expected[14:17] = True
-    np.testing.assert_array_equal(valid_frames(n_views, 20.0, 0.4, 0.1, n_seen), expected)
+    np.testing.assert_array_equal(valid_frames(n_views, 20.0, cfg, n_seen), expected)
 
 
 def test_seeing_views_count_views_with_the_weaker_landmark_threshold():
