@@ -3,8 +3,10 @@
 Layers, each with a toggle: the body (the body model that made the fit as a skinned mesh, posed per fit
 sample from the fitted joint rotations; coloured by the frame's reprojection error when asked), the exo
 cameras as frusta (with a frame of the take's video on them when the take has videos), the Aria head
-trajectory, the annotated 3D keypoints of the current frame when the take has annotations, and a floor
-grid. A timeline slider and a play toggle move through the fit samples; invalid samples hide the body.
+trajectory, the annotated 3D keypoints of the current frame when the take has annotations, the fitted
+landmarks the fit does not trust at the current sample (red; ``fit/joint_trusted``: a valid frame can
+hold a guessed leg, and the text names them), and a floor grid. A timeline slider and a play toggle
+move through the fit samples; invalid samples hide the body.
 The world is Ego-Exo4D's (z up, metres).
 
 viser is an optional dependency (``pip install 'motionkit[viz]'``); everything else of motionkit works
@@ -35,6 +37,7 @@ BODY_RGB = (230, 60, 255)  # magenta: what the browser test looks for
 CAMERA_RGB = (40, 40, 40)
 ARIA_RGB = (255, 140, 0)
 ANNOTATION_RGB = (0, 170, 255)
+UNTRUSTED_RGB = (255, 30, 30)
 MISSING_EXTRA = "motionkit view needs viser: pip install 'motionkit[viz]' (or pip install viser)"
 
 
@@ -67,8 +70,10 @@ class TakeScene:
     rest ``vertices (V, 3)``, ``faces``, ``skin_weights (V, 55)`` and rest joints ``rest_joints (55, 3)``;
     per sample the joints ``joints (M, 55, 3)`` and their world rotations ``rotations (M, 55, 3, 3)``,
     ``valid (M,)`` and the median reprojection error ``error_px (M,)``; the cameras (``rig``) with an
-    optional video frame each (``images``), the Aria trajectory ``aria (N, 3)`` and per sample the
-    annotated keypoints ``annotations`` (``(17, 3)``, NaN where absent, or None)."""
+    optional video frame each (``images``), the Aria trajectory ``aria (N, 3)``, per sample the
+    annotated keypoints ``annotations`` (``(17, 3)``, NaN where absent, or None), and the fitted COCO
+    landmarks ``landmarks (M, 17, 3)`` with the fit's per-joint trust ``trusted (M, 17)`` (None for fits
+    without it)."""
 
     name: str
     fps: float
@@ -84,6 +89,14 @@ class TakeScene:
     images: dict = field(default_factory=dict)
     aria: np.ndarray | None = None
     annotations: list | None = None
+    landmarks: np.ndarray | None = None
+    trusted: np.ndarray | None = None
+
+    def untrusted(self, m: int) -> list[int]:
+        """The COCO landmarks of valid sample ``m`` that the fit does not trust (none when unknown)."""
+        if self.trusted is None or self.landmarks is None or not self.valid[m]:
+            return []
+        return [j for j in np.flatnonzero(~self.trusted[m]) if np.isfinite(self.landmarks[m, j]).all()]
 
 
 def take_scene(result: TakeResult, take: Take | None = None) -> TakeScene:
@@ -108,6 +121,8 @@ def take_scene(result: TakeResult, take: Take | None = None) -> TakeScene:
         error_px=err,
         rig=rig,
         aria=result["aria/position"] if "aria/position" in result.arrays else None,
+        landmarks=result["joints/coco17"] if "joints/coco17" in result.arrays else None,
+        trusted=result["fit/joint_trusted"].astype(bool) if "fit/joint_trusted" in result.arrays else None,
     )
     if take is not None:
         frames = result["grid/frame_index"]
@@ -163,6 +178,9 @@ class Viewer:
         self.annotations = None
         if scene.annotations is not None:
             self.annotations = sc.add_point_cloud("/annotations", np.zeros((1, 3)), ANNOTATION_RGB, point_size=0.04)
+        self.untrusted = None
+        if scene.trusted is not None and scene.landmarks is not None:
+            self.untrusted = sc.add_point_cloud("/untrusted", np.zeros((1, 3)), UNTRUSTED_RGB, point_size=0.05)
         floor = float(np.nanmin(scene.joints[scene.valid][..., 2])) if scene.valid.any() else 0.0
         mid = np.nanmean(scene.joints[scene.valid][:, 0], 0) if scene.valid.any() else np.zeros(3)
         self.grid = sc.add_grid("/floor", 12.0, 12.0, position=(float(mid[0]), float(mid[1]), floor))
@@ -173,7 +191,8 @@ class Viewer:
         self.info = gui.add_markdown("")
         self.toggles = {}
         for label, handles in (("body", [self.body]), ("cameras", self.cameras), ("Aria trajectory", [self.aria]),
-                               ("annotations", [self.annotations]), ("floor", [self.grid])):  # fmt: skip
+                               ("annotations", [self.annotations]), ("untrusted joints", [self.untrusted]),
+                               ("floor", [self.grid])):  # fmt: skip
             handles = [h for h in handles if h is not None]
             if handles:
                 box = gui.add_checkbox(label, True)
@@ -203,10 +222,16 @@ class Viewer:
             if len(pts):
                 self.annotations.points = pts.astype(np.float32)
             self.annotations.visible = bool(len(pts)) and self.toggles["annotations"].value
+        untrusted = s.untrusted(m)
+        if self.untrusted is not None:
+            if untrusted:
+                self.untrusted.points = s.landmarks[m, untrusted].astype(np.float32)
+            self.untrusted.visible = bool(untrusted) and self.toggles["untrusted joints"].value
         err = f"{s.error_px[m]:.1f} px" if np.isfinite(s.error_px[m]) else "n/a"
+        trust = f"; not trusted: {', '.join(COCO17_NAMES[j] for j in untrusted)}" if untrusted else ""
         self.info.content = (f"**{s.name}** sample {m} ({m / s.fps:.2f} s, take frame "
                              f"{int(round(m / s.fps * TAKE_FPS))}): {'valid' if ok else 'not valid'}, "
-                             f"reprojection {err}")  # fmt: skip
+                             f"reprojection {err}{trust}")  # fmt: skip
 
     def run(self) -> None:
         """Advance the slider at the fit rate while ``play`` is on (blocks)."""

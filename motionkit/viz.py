@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from motionkit.common.files import atomic_path  # noqa: E402
 from motionkit.conventions import COCO17_LIMBS  # noqa: E402
 from motionkit.data.fitted_body import fitted_rig  # noqa: E402
+from motionkit.geometry.interpolation import valid_runs  # noqa: E402
 from motionkit.motion.codes import CODES, EventSet  # noqa: E402
 from motionkit.motion.trajectory import Trajectory  # noqa: E402
 
@@ -29,10 +30,16 @@ def save_figure(fig, path: str | Path) -> Path:
 
 def plot_trajectory_events(traj: Trajectory, events: EventSet, path: str | Path, title: str = "") -> Path:
     """Top-down trajectory (anchored frame, x = initial left, z = initial forward) with event
-    markers, and a timeline of the QA-eligible and other events per code."""
+    markers, and a timeline of the QA-eligible and other events per code; where the event set knows
+    the fit's trust (``EventSet.root_trusted``), the stretches whose torso is untrusted are drawn red on
+    the path and shaded on the timeline."""
     fig, (ax, tl) = plt.subplots(1, 2, figsize=(13, 5.5), gridspec_kw={"width_ratios": [1, 1.4]})
     p = traj.pos_m
     ax.plot(p[:, 0], p[:, 2], "-", color="0.3", lw=1.5)
+    untrusted = [] if events.root_trusted is None else valid_runs(~np.asarray(events.root_trusted, bool))
+    for k, (a, b) in enumerate(untrusted):
+        seg = p[max(a - 1, 0) : b + 1]
+        ax.plot(seg[:, 0], seg[:, 2], "-", color="red", lw=2.5, alpha=0.7, label=None if k else "torso untrusted")
     ax.plot(p[0, 0], p[0, 2], "o", color="green", ms=8, label="start")
     ax.plot(p[-1, 0], p[-1, 2], "s", color="red", ms=7, label="end")
     colors = {c: f"C{i}" for i, c in enumerate(CODES)}
@@ -48,6 +55,10 @@ def plot_trajectory_events(traj: Trajectory, events: EventSet, path: str | Path,
     ax.legend(loc="best", fontsize=8)
     ax.set_title("trajectory (top-down, anchored at frame 0)")
     fps = events.fps
+    for k, (a, b) in enumerate(untrusted):
+        tl.axvspan(a / fps, b / fps, color="red", alpha=0.12, lw=0, label=None if k else "torso untrusted")
+    if untrusted:
+        tl.legend(loc="lower right", fontsize=8)
     for row, code in enumerate(CODES):
         for e in events.events:
             if e.code != code or e.spatial_category == "no_action":

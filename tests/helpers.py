@@ -18,10 +18,13 @@ from motionkit.motion.frames import SmplxSequence, resample_smplx
 
 
 def gt_result(
-    root: Path, uid: str, out_dir: Path, fps: float = 20.0, drop: slice | None = None, pose_noise_rad: float = 0.0
-) -> Path:
+    root: Path, uid: str, out_dir: Path, fps: float = 20.0, drop: slice | None = None, pose_noise_rad: float = 0.0,
+    untrusted: tuple[slice, tuple[int, ...]] | None = None,
+) -> Path:  # fmt: skip
     """Write ``<out_dir>/<uid>.h5`` holding the ground-truth wearer resampled to ``fps`` as if fitted
-    (optionally with seeded noise on the body pose, so that errors are not zero)."""
+    (optionally with seeded noise on the body pose, so that errors are not zero). ``untrusted``:
+    ``(frames, COCO landmarks)`` left out of a per-joint trust ``fit/joint_trusted`` that trusts every
+    other landmark of the valid frames (no trust is written without it)."""
     with h5py.File(root / "gt" / f"{uid}.h5") as f:
         s = f["wearer/smplx"]
         F = len(s["transl"])
@@ -81,6 +84,11 @@ def gt_result(
     res.put("joints", {"smplx": J[:, :55], "coco17": J[:, SMPLX_TO_COCO17]})
     res.arrays["valid"] = valid
     res.arrays["time_s"] = pos / TAKE_FPS
+    if untrusted is not None:
+        trusted = np.repeat(valid[:, None], 17, axis=1)
+        frames, landmarks = untrusted
+        trusted[frames, list(landmarks)] = False
+        res.put("fit", {"joint_trusted": trusted})
     res.attrs["stages"] = json.dumps(["load", "fit"])
     return write_result(out_dir / f"{uid}.h5", res)
 

@@ -50,6 +50,40 @@ def test_scene_holds_the_fitted_body_cameras_and_trajectory(fitted_with_videos):
 
 
 @needs_viser
+def test_the_landmarks_the_fit_does_not_trust_are_shown_and_named(fitted_with_videos):
+    """At a valid sample whose left knee and ankle the fit does not trust, the red points sit on those
+    two fitted landmarks and the text names them; at a fully trusted sample and at an invalid one
+    nothing is marked."""
+    import viser
+
+    from motionkit.viewer import Viewer
+
+    _root, _uid, path = fitted_with_videos
+    result = read_result(path)
+    scene = take_scene(result)
+    np.testing.assert_array_equal(scene.trusted, result["fit/joint_trusted"].astype(bool))
+    m, n = np.flatnonzero(scene.valid)[:2]
+    scene.trusted = scene.trusted.copy()
+    scene.trusted[[m, n]] = True
+    scene.trusted[m, [13, 15]] = False
+    assert scene.untrusted(m) == [13, 15] and scene.untrusted(n) == []
+    off = np.flatnonzero(~scene.valid)
+    assert not len(off) or scene.untrusted(off[0]) == []
+    server = viser.ViserServer(host="127.0.0.1", port=_free_port(), verbose=False)
+    try:
+        viewer = Viewer(server, scene)
+        viewer.show(m)
+        assert viewer.untrusted.visible
+        # viser keeps point clouds in float16: about a millimetre at these coordinates
+        np.testing.assert_allclose(viewer.untrusted.points, result["joints/coco17"][m, [13, 15]], atol=2e-3)
+        assert "not trusted: left-knee, left-ankle" in viewer.info.content
+        viewer.show(n)
+        assert not viewer.untrusted.visible and "not trusted" not in viewer.info.content
+    finally:
+        server.stop()
+
+
+@needs_viser
 def test_recording_is_a_standalone_page(fitted_with_videos, tmp_path):
     _root, _uid, path = fitted_with_videos
     out = write_recording(read_result(path), tmp_path / "take.html", port=_free_port())

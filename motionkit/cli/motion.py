@@ -78,7 +78,9 @@ def codes(path, preset, as_json, plot, fmt, out_dir, frame, camera) -> None:
 
     Writes <stem>.codes.json (and a PNG: top-down trajectory with event markers, and a timeline of
     events per code) beside each result file; with --format humanmovevqa, HumanMoveVQA motion tracks
-    into --out (docs/motion.md, "HumanMoveVQA tracks").
+    into --out (docs/motion.md, "HumanMoveVQA tracks"). Each event records root_trusted_share: the
+    share of its frames whose torso, on which the root's position and heading rest, the fit trusts
+    (drop questions from events below 1 to keep only what the cameras supported).
     """
     files = result_files(path)
     if fmt == "humanmovevqa":
@@ -98,14 +100,8 @@ def codes(path, preset, as_json, plot, fmt, out_dir, frame, camera) -> None:
     out = []
     for f in files:
         a = fit_arrays(read_result(f))
-        d = derive_motion(
-            a["joints_smplx"],
-            a["global_orient"],
-            a["valid"],
-            a["fps"],
-            preset=preset,
-            motion_id=a["take_uid"],
-        )
+        d = derive_motion(a["joints_smplx"], a["global_orient"], a["valid"], a["fps"], preset=preset,
+                          motion_id=a["take_uid"], joint_trusted=a["joint_trusted"])  # fmt: skip
         doc = codes_document(a, d, preset)
         write_json_atomic(f.with_suffix(".codes.json"), doc)
         if plot:
@@ -150,7 +146,9 @@ def features(path, out_path, variant) -> None:
     """HumanML3D 263-d features of fitted takes (a result file or a folder of them).
 
     Each valid run of a take gives (frames - 1) rows; rows of all runs are concatenated, and
-    <stem>.hml263.runs.json records each run's frame range and row range.
+    <stem>.hml263.runs.json records each run's frame range and row range. For fits with per-joint
+    trust, <stem>.hml263.joint_trusted.npy (rows x 17, bool, COCO-17 order) says which landmarks the
+    fit trusts at both samples of each row: mask rows whose legs are hidden before training on them.
     """
     files = result_files(path)
     if out_path is not None and out_path.suffix == ".npy" and len(files) > 1:
@@ -160,8 +158,9 @@ def features(path, out_path, variant) -> None:
         )
     for f in files:
         a = fit_arrays(read_result(f))
-        d = derive_motion(a["joints_smplx"], a["global_orient"], a["valid"], a["fps"], variant=variant)
-        feats = np.concatenate(d.features) if d.features else np.zeros((0, 263), np.float32)
+        d = derive_motion(a["joints_smplx"], a["global_orient"], a["valid"], a["fps"], variant=variant,
+                          joint_trusted=a["joint_trusted"])  # fmt: skip
+        feats = d.all_features()
         if out_path is None:
             target = f.with_suffix(".hml263.npy")
         elif out_path.suffix == ".npy":
@@ -170,5 +169,9 @@ def features(path, out_path, variant) -> None:
             target = out_path / f"{f.stem}.hml263.npy"
         with atomic_path(target, suffix=".npy") as tmp, open(tmp, "wb") as fh:
             np.save(fh, feats)
+        trusted = d.all_feature_trusted()
+        if trusted is not None:
+            with atomic_path(target.with_suffix(".joint_trusted.npy"), suffix=".npy") as tmp, open(tmp, "wb") as fh:
+                np.save(fh, trusted)
         write_json_atomic(target.with_suffix(".runs.json"), features_document(a, d, variant))
         click.echo(f"{a['take_uid']}: {feats.shape[0]} x 263 ({variant}) -> {target}")

@@ -81,6 +81,7 @@ class Event:
     ms_start: int
     ms_intensity: int
     ms_velocity: float
+    root_trusted_share: float | None = None  # share of frames start..end whose torso the fit trusts; None: unknown
 
 
 def quantize(signal: np.ndarray, unit: float) -> np.ndarray:
@@ -230,6 +231,7 @@ class EventSet:
     min_event_frames: int
     trajectory: Trajectory
     events: list[Event] = field(default_factory=list)
+    root_trusted: np.ndarray | None = None  # (num_frames,) bool: the fit trusts the torso (None: unknown)
 
     def to_dict(self) -> dict:
         tr = self.trajectory
@@ -254,6 +256,8 @@ class EventSet:
                 "filters": self.filters,
             },
             "trajectory": tr.to_dict(),
+            # the run's first frame sets the axes every event is read in: is its torso trusted?
+            "anchor_root_trusted": None if self.root_trusted is None else bool(self.root_trusted[0]),
             "events": [asdict(e) for e in self.events],
         }
 
@@ -265,7 +269,7 @@ class EventSet:
         on the same trajectory in that generator's sign convention (``humanmovevqa_convention``), as
         ``quantitative_values[code]`` (the full track files: ``motionkit.motion.humanmovevqa``)."""
         es = extract_events(self.trajectory, self.fps, preset=self.preset, units=self.units, filters=self.filters,
-                            thr=self.thr, motion_id=self.motion_id,
+                            thr=self.thr, motion_id=self.motion_id, root_trusted=self.root_trusted,
                             convention=humanmovevqa_convention(self.trajectory.frame))  # fmt: skip
         return {
             "motion_id": self.motion_id,
@@ -279,7 +283,8 @@ class EventSet:
 def quantitative_values(es: EventSet) -> dict[str, list]:
     """``{code: [{motion_index, quant: {start_frame, ..., passes_threshold}}]}`` as the HumanMoveVQA
     generator reads them: displacement intensities in the preset's units, rotation intensities (and
-    velocities) in degrees (units x unit size; the categories stay those of the units)."""
+    velocities) in degrees (units x unit size; the categories stay those of the units); beside
+    ``quant``, the event's ``root_trusted_share`` where the fit's trust is known."""
     qv: dict[str, list] = {c: [] for c in CODES}
     for e in es.events:
         quant = {k: getattr(e, k) for k in QUANT_KEYS}
@@ -287,7 +292,10 @@ def quantitative_values(es: EventSet) -> dict[str, list]:
             deg = es.units["yaw_deg"] if e.code == "rotation_yaw" else es.units["lean_deg"]
             quant["intensity"] = int(round(e.intensity * deg))
             quant["velocity"] = e.velocity * deg
-        qv[e.code].append({"motion_index": e.motion_index, "quant": quant})
+        record = {"motion_index": e.motion_index, "quant": quant}
+        if e.root_trusted_share is not None:  # motionkit's addition beside the generator's quant
+            record["root_trusted_share"] = e.root_trusted_share
+        qv[e.code].append(record)
     return qv
 
 
@@ -307,6 +315,7 @@ def extract_events(
     smoothing: int | None = None,
     motion_id: str = "motion",
     convention: dict | None = None,
+    root_trusted: np.ndarray | None = None,
 ) -> EventSet:
     """Spatial-code events of an anchored trajectory (``anchor_trajectory``).
 
@@ -316,6 +325,10 @@ def extract_events(
     ``convention``: per code ``(sign, word for +, word for -, category pattern)`` (default
     ``MOTIONKIT_CONVENTION``: the trajectory's own axes, +x = left); the signal is multiplied by the
     sign before quantisation, so intensities, velocities and words follow the convention.
+    ``root_trusted (T,)`` bool, optional: the frames whose torso (hips and shoulders, on which the root's
+    position and heading rest) the fit trusts (``root_trusted``); each event then records the share of
+    its frames ``start..end`` that are (``root_trusted_share``), None without it. It never changes which
+    events are found or their eligibility.
     """
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; presets: {', '.join(PRESETS)}")
@@ -326,6 +339,10 @@ def extract_events(
     flt = dict(DEFAULT_FILTERS, **(filters or {}))
     min_frames = math.ceil(5 * fps / 30 - 1e-9)
     n = len(traj.pos_m)
+    if root_trusted is not None:
+        root_trusted = np.asarray(root_trusted, dtype=bool)
+        if root_trusted.shape != (n,):
+            raise ValueError(f"root_trusted has shape {root_trusted.shape}; the trajectory has {n} frames")
     events: list[Event] = []
     for code, sig in code_signals(traj).items():
         if not np.isfinite(sig).all():
@@ -383,11 +400,14 @@ def extract_events(
                     ms_start=int(ms_start),
                     ms_intensity=int(ms_I),
                     ms_velocity=float(ms_v),
+                    root_trusted_share=(
+                        None if root_trusted is None else round(float(root_trusted[start : end + 1].mean()), 4)
+                    ),
                 )
             )
     order = {c: i for i, c in enumerate(CODES)}
     events.sort(key=lambda e: (e.start_frame, order[e.code], e.motion_index))
-    return EventSet(motion_id, fps, n, preset, u, flt, thr, min_frames, traj, events)
+    return EventSet(motion_id, fps, n, preset, u, flt, thr, min_frames, traj, events, root_trusted)
 
 
 def trajectory_set(events: list[Event]) -> list[Event]:

@@ -1,5 +1,6 @@
 """Everything derived from a fitted take: per valid run, the anchored trajectory, the spatial-code
-events and the HumanML3D features. Works on arrays from a result file (z-up Ego-Exo4D world)."""
+events and the HumanML3D features, and, where the fit says which joints it trusts, what each of them
+rests on. Works on arrays from a result file (z-up Ego-Exo4D world)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from motionkit.common.errors import DataError
-from motionkit.conventions import R_ZUP_TO_YUP
+from motionkit.conventions import R_ZUP_TO_YUP, TORSO_COCO17
 from motionkit.data.fitted_body import fitted_body, fitted_valid
 from motionkit.data.store import TakeResult
 from motionkit.geometry.interpolation import bracket, lerp, valid_runs
@@ -30,6 +31,8 @@ class DerivedMotion:
     features: list[np.ndarray]  # per run (T_feat - 1, 263), at FEATURE_FPS
     feature_time_s: list[np.ndarray]  # per run (T_feat - 1,): time of each feature row (s, fit grid time)
     source_fps: float = FEATURE_FPS  # rate of the fit the features were resampled from
+    root_trusted: np.ndarray | None = None  # (N,) bool per fit sample (``root_trusted``); None: unknown
+    feature_trusted: list[np.ndarray] | None = None  # per run (T_feat - 1, 17) bool (``feature_rows_trusted``)
 
     def to_result_arrays(self, n: int) -> dict[str, dict[str, np.ndarray]]:
         """Arrays for the result groups ``trajectory``, ``codes`` and ``features``."""
@@ -40,11 +43,10 @@ class DerivedMotion:
             pos[a:b] = tr.pos_m
             ang[a:b] = np.stack([tr.yaw_deg, tr.pitch_deg, tr.roll_deg], 1)
             run_id[a:b] = k
-        feats = np.concatenate(self.features) if self.features else np.zeros((0, 263), np.float32)
         events = [es.to_dict() for es in self.events]
         for es in events:  # the trajectory arrays are stored once, as datasets
             es.pop("trajectory", None)
-        return {
+        out = {
             "trajectory": {
                 "pos_m": pos,
                 "yaw_pitch_roll_deg": ang,
@@ -54,11 +56,26 @@ class DerivedMotion:
             },
             "codes": {"events_json": np.array(json.dumps(events))},
             "features": {
-                "hml263": feats,
+                "hml263": self.all_features(),
                 "time_s": np.concatenate(self.feature_time_s) if self.feature_time_s else np.zeros(0),
                 "run_bounds": np.array(self.runs, dtype=np.int64).reshape(-1, 2),
             },
         }
+        if self.root_trusted is not None:
+            out["trajectory"]["root_trusted"] = self.root_trusted
+            out["features"]["joint_trusted"] = self.all_feature_trusted()
+        return out
+
+    def all_features(self) -> np.ndarray:
+        """``(rows, 263)`` float32: the features of every run, concatenated."""
+        return np.concatenate(self.features) if self.features else np.zeros((0, 263), np.float32)
+
+    def all_feature_trusted(self) -> np.ndarray | None:
+        """``(rows, 17)`` bool beside ``all_features``: the COCO landmarks the fit trusts at both samples
+        a feature row is computed from; None when the fit gave no per-joint trust."""
+        if self.feature_trusted is None:
+            return None
+        return np.concatenate(self.feature_trusted) if self.feature_trusted else np.zeros((0, 17), bool)
 
     def feature_attrs(self) -> dict:
         """Attributes of the result group ``features``: their rate and the fit rate they come from."""
@@ -74,43 +91,76 @@ def derive_motion(
     preset: str = "default",
     motion_id: str = "motion",
     variant: str = "reference",
+    joint_trusted: np.ndarray | None = None,
 ) -> DerivedMotion:
     """Per valid run of a fitted take: trajectory, events and 263-d features.
 
     ``joints_smplx_zup (N, >=22, 3)`` SMPL-X joints (world, z up), ``global_orient_zup (N, 3)``
     axis-angle, ``valid (N,)``, ``fps`` of the samples. Trajectories and events use the samples as
     they are; the HumanML3D features are computed at ``FEATURE_FPS`` (20), resampled if needed.
+    ``joint_trusted (N, 17)`` bool, optional: the fit's per-joint trust (result ``fit/joint_trusted``,
+    COCO-17 order); with it, each event records the share of its frames whose torso is trusted and each
+    feature row the landmarks trusted at both of its samples (``DerivedMotion.root_trusted``,
+    ``feature_trusted``). Trust never changes the trajectories, events or features themselves.
     """
     J = smplx_joints_zup_to_hml(np.nan_to_num(joints_smplx_zup))
     R = R_ZUP_TO_YUP @ rotvec_to_matrix(np.nan_to_num(global_orient_zup))
     runs = [(a, b) for a, b in valid_runs(valid) if b - a >= MIN_RUN_FRAMES]
+    trusted = None if joint_trusted is None else np.asarray(joint_trusted, dtype=bool) & np.asarray(valid)[:, None]
+    root = None if trusted is None else root_trusted(trusted)
     trajs, evs = [], []
     for k, (a, b) in enumerate(runs):
         tr = anchor_trajectory(J[a:b, 0], R[a:b], fps=fps, joints=J[a:b])
         trajs.append(tr)
-        evs.append(extract_events(tr, fps, preset=preset, motion_id=f"{motion_id}:run{k}"))
-    resampled = [_at_feature_rate(J[a:b], np.arange(a, b) / fps) for a, b in runs]
-    clips, times = [c for c, _ in resampled], [t for _, t in resampled]
+        evs.append(extract_events(tr, fps, preset=preset, motion_id=f"{motion_id}:run{k}",
+                                  root_trusted=None if root is None else root[a:b]))  # fmt: skip
+    time_s = [np.arange(a, b) / fps for a, b in runs]
+    tq = [feature_sample_times(t) for t in time_s]
+    clips = [J[a:b] if t is q else lerp(J[a:b], bracket(t, q)) for (a, b), t, q in zip(runs, time_s, tq, strict=True)]
     long = [i for i, c in enumerate(clips) if len(c) >= MIN_RUN_FRAMES]
     computed = joints_to_hml263_batch([clips[i] for i in long], variant=variant) if long else []
     feats = [np.zeros((0, 263), np.float32) for _ in clips]
     for i, f in zip(long, computed, strict=True):
         feats[i] = f
-    return DerivedMotion(runs, trajs, evs, feats, [t[:-1] for t in times], float(fps))
+    feature_trusted = None
+    if trusted is not None:
+        feature_trusted = [feature_rows_trusted(trusted[a:b], t, q)
+                           for (a, b), t, q in zip(runs, time_s, tq, strict=True)]  # fmt: skip
+    return DerivedMotion(runs, trajs, evs, feats, [q[:-1] for q in tq], float(fps), root, feature_trusted)
 
 
-def _at_feature_rate(clip: np.ndarray, time_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A run of joints ``(T, 22, 3)`` at times ``(T,)`` resampled (linearly) to ``FEATURE_FPS``, the rate
-    HumanML3D's features are defined at; unchanged when it is already at that rate."""
+def root_trusted(joint_trusted: np.ndarray) -> np.ndarray:
+    """``(N,)`` bool: samples whose torso (both hips and both shoulders, ``TORSO_COCO17``) the fit trusts,
+    from ``joint_trusted (N, 17)``. The root trajectory, its heading and so every spatial code rest on
+    them."""
+    return np.asarray(joint_trusted, dtype=bool)[:, TORSO_COCO17].all(-1)
+
+
+def feature_sample_times(time_s: np.ndarray) -> np.ndarray:
+    """The times ``(T',)`` at which a run sampled at ``time_s (T,)`` (s) gets its HumanML3D features: the
+    samples themselves (the same array) at ``FEATURE_FPS``, the rate the features are defined at; a
+    ``FEATURE_FPS`` grid from the run's first sample otherwise (joints linearly resampled onto it)."""
     if len(time_s) < 2 or abs(1.0 / np.median(np.diff(time_s)) - FEATURE_FPS) < 1e-6:
-        return clip, time_s
-    tq = np.arange(time_s[0], time_s[-1] + 1e-9, 1.0 / FEATURE_FPS)
-    return lerp(clip, bracket(time_s, tq)), tq
+        return time_s
+    return np.arange(time_s[0], time_s[-1] + 1e-9, 1.0 / FEATURE_FPS)
+
+
+def feature_rows_trusted(trusted: np.ndarray, time_s: np.ndarray, feature_time_s: np.ndarray) -> np.ndarray:
+    """``(T' - 1, 17)`` bool: per feature row of a run, the landmarks trusted at both of the row's samples
+    (a HumanML3D row holds positions at one sample and velocities to the next). ``trusted (T, 17)`` at
+    the run's samples ``time_s (T,)``; ``feature_time_s (T',)`` from ``feature_sample_times``. A
+    resampled time is trusted where both fit samples it lies between are (or it falls on one that is)."""
+    if feature_time_s is time_s:
+        at = np.asarray(trusted, dtype=bool)
+    else:
+        at = lerp(np.asarray(trusted, dtype=np.float64), bracket(time_s, feature_time_s)) > 1.0 - 1e-9
+    return at[:-1] & at[1:]
 
 
 def fit_arrays(result: TakeResult) -> dict:
     """The arrays of a fitted take in a result file that motion features need:
-    ``joints_smplx (N, 55, 3)``, ``global_orient (N, 3)``, ``valid (N,)``, ``fps``, ``take_uid``.
+    ``joints_smplx (N, 55, 3)``, ``global_orient (N, 3)``, ``valid (N,)``, ``fps``, ``take_uid``,
+    ``joint_trusted (N, 17)`` (None for fits without per-joint trust).
 
     Joints are recomputed with the body model when the file does not store them.
     """
@@ -127,6 +177,7 @@ def fit_arrays(result: TakeResult) -> dict:
         "valid": valid,
         "fps": fps,
         "take_uid": str(result.attrs.get("take_uid", "motion")),
+        "joint_trusted": result["fit/joint_trusted"].astype(bool) if "fit/joint_trusted" in result.arrays else None,
     }
 
 

@@ -42,7 +42,7 @@ from motionkit.geometry.interpolation import valid_runs
 from motionkit.geometry.rotations import rotvec_to_matrix
 from motionkit.motion.codes import CODES, EventSet, extract_events, qa_seed, quantitative_values
 from motionkit.motion.codes import humanmovevqa_convention as convention
-from motionkit.motion.derive import MIN_RUN_FRAMES, fit_arrays
+from motionkit.motion.derive import MIN_RUN_FRAMES, fit_arrays, root_trusted
 from motionkit.motion.hml263 import smplx_joints_zup_to_hml
 from motionkit.motion.trajectory import anchor_trajectory
 
@@ -64,15 +64,18 @@ READING = {
 
 def track_events(transl_yup: np.ndarray, R_yup: np.ndarray, fps: float, *, frame: str = "person",
                  camera_R_world: np.ndarray | None = None, joints_yup: np.ndarray | None = None,
-                 preset: str = "default", motion_id: str = "motion") -> EventSet:  # fmt: skip
+                 preset: str = "default", motion_id: str = "motion",
+                 root_trusted: np.ndarray | None = None) -> EventSet:  # fmt: skip
     """Events of one run in the HumanMoveVQA convention.
 
     ``transl_yup (T, 3)`` root positions (metres) and ``R_yup (T, 3, 3)`` root orientations in a y-up
     world; ``camera_R_world (3, 3)`` the camera-to-world rotation (y-up world) for ``frame="camera"``;
-    ``joints_yup (T, >=18, 3)`` optional, for a degenerate heading.
+    ``joints_yup (T, >=18, 3)`` optional, for a degenerate heading; ``root_trusted (T,)`` optional, the
+    frames whose torso the fit trusts (``codes.extract_events``).
     """
     tr = anchor_trajectory(transl_yup, R_yup, fps=fps, frame=frame, joints=joints_yup, camera_R_world=camera_R_world)
-    return extract_events(tr, fps, preset=preset, motion_id=motion_id, convention=convention(frame))
+    return extract_events(tr, fps, preset=preset, motion_id=motion_id, convention=convention(frame),
+                          root_trusted=root_trusted)  # fmt: skip
 
 
 def track_document(es: EventSet, *, frame: str, camera: str | None, video: dict,
@@ -158,11 +161,13 @@ def export_take(result: TakeResult, *, frame: str = "person", camera: str | None
     else:  # results of older versions: the nearest take frame of each grid time
         take_frame = np.rint(result["time_s"] * TAKE_FPS).astype(int)
     active = result["cameras/active"][:, names.index(camera)] if camera and "cameras/active" in result.arrays else None
+    root = None if a["joint_trusted"] is None else root_trusted(a["joint_trusted"] & a["valid"][:, None])
     docs = []
     for k, (s, e) in enumerate(runs):
         motion_id = f"{take_name}_{camera}_run{k}" if camera else f"{take_name}_run{k}"
+        trusted = None if root is None else root[s:e]
         es = track_events(J[s:e, 0], R[s:e], fps, frame=frame, camera_R_world=cam_R, joints_yup=J[s:e],
-                          preset=preset, motion_id=motion_id)  # fmt: skip
+                          preset=preset, motion_id=motion_id, root_trusted=trusted)  # fmt: skip
         video = {
             "take_uid": take_uid,
             "take_name": take_name,
@@ -175,6 +180,8 @@ def export_take(result: TakeResult, *, frame: str = "person", camera: str | None
         }
         if active is not None:
             video["camera_active"] = active[s:e].astype(bool).tolist()
+        if trusted is not None:  # per track frame: the fit trusts the torso the codes rest on
+            video["root_trusted"] = trusted.tolist()
         source = {
             "motionkit_version": __version__,
             "body_model": a["body_model"],

@@ -42,7 +42,6 @@ from motionkit.common.errors import DataError
 from motionkit.conventions import (
     COCO17_LR_PAIRS,
     TAKE_FPS,
-    TORSO_COCO17,
     eye_midpoint,
     fit_grid_frames,
     nearest_take_frames,
@@ -429,12 +428,10 @@ def _camera_arrays(ref: CameraRefinement | None, calibrated: np.ndarray) -> dict
 
 def stage_motion(ctx: StageContext) -> None:
     r = ctx.result
-    d = derive_motion(
-        r["joints/smplx"], r["smplx/global_orient"], r["valid"].astype(bool), ctx.config.fps, motion_id=ctx.take.uid
-    )
+    trusted = r["fit/joint_trusted"] if "fit/joint_trusted" in r.arrays else None
+    d = derive_motion(r["joints/smplx"], r["smplx/global_orient"], r["valid"].astype(bool), ctx.config.fps,
+                      motion_id=ctx.take.uid, joint_trusted=trusted)  # fmt: skip
     groups = d.to_result_arrays(len(r["valid"]))
-    if "fit/joint_trusted" in r.arrays:  # the root position and heading rest on the hips and shoulders
-        groups.setdefault("trajectory", {})["root_trusted"] = r["fit/joint_trusted"][:, TORSO_COCO17].all(-1)
     for g, arrays in groups.items():
         r.put(g, arrays, **(d.feature_attrs() if g == "features" else {}))
     n_ev = sum(1 for es in d.events for e in es.events if e.qa_eligible)

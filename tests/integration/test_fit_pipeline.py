@@ -105,7 +105,13 @@ def test_fit_accuracy_coverage_and_smoothness(default_root, fitted):
         np.testing.assert_array_equal(flags["FEW_CAMS"], views < 3)
         np.testing.assert_array_equal(r["fit/supporting_views"], views)
         np.testing.assert_array_equal(r["fit/joint_support"], kept.sum(1))
-        assert not (r["fit/joint_trusted"].astype(bool) & ~r["valid"].astype(bool)[:, None]).any()
+        trusted = r["fit/joint_trusted"].astype(bool)
+        assert not (trusted & ~r["valid"].astype(bool)[:, None]).any()
+        # what the motion products rest on: the torso under the trajectory and codes, each feature row's
+        # landmarks (20 fps fit: row i of a run holds its samples i and i + 1)
+        np.testing.assert_array_equal(r["trajectory/root_trusted"], trusted[:, [5, 6, 11, 12]].all(-1))
+        rows = np.concatenate([trusted[a : b - 1] & trusted[a + 1 : b] for a, b in r["features/run_bounds"]])
+        np.testing.assert_array_equal(r["features/joint_trusted"], rows)
         assert r["reprojection/per_view_px"].shape == (len(cams),)
         # the learned landmark offsets (joint frames: x left, y up, z forward) point where the subjects'
         # landmarks sit: hips above the joint centre, knees in front (measured, both takes: hips 0.1-2.2 cm
@@ -262,9 +268,11 @@ def test_batched_problems_stay_independent(fitted):
 
 
 def test_each_problem_weighs_its_smoothness_by_its_own_wearers_speed(fitted):
-    """The demo wearers walk (RMS speed under 1 m/s): their acceleration term keeps its weight. The same
-    take with every third frame kept at the same rate is a wearer moving three times as fast: in the
-    same batch its term is weakened by the speed's fourth power (~1.2 m/s: to ~0.44)."""
+    """The demo wearers walk (0.65 m/s RMS after the 0.25-s smoothing of the triangulation): their
+    acceleration term keeps its weight. The same take with every third frame kept at the same rate is
+    the same path walked three times as fast; the smoothing, 0.75 s of the original motion now, takes
+    more of it away and leaves 1.2 m/s (1.9x): in the same batch its term is weakened by that speed's
+    fourth power, to ~0.44, while the walk's stays 1 (each problem its own factor, not the batch's)."""
     _, outcomes = fitted
     walk = _inputs_from_result(outcomes[0].result, 240)
     fast = dataclasses.replace(walk, keypoints=walk.keypoints[::3], weights=walk.weights[::3],

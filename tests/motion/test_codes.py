@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 import numpy as np
@@ -150,6 +151,28 @@ def test_c2_velocity_and_fields():
         hm["qa_seed"]
         == extract_events(anchor_trajectory(p, go, fps=30.0), 30.0, motion_id="c2").to_humanmovevqa()["qa_seed"]
     )
+
+
+def test_events_record_the_share_of_their_frames_whose_root_the_fit_trusts():
+    """C2 (2 m to the left over frames 0..59 of 90): with the torso untrusted on frames 40..69 the event
+    keeps its frames, intensity and eligibility, and records (end - 40 + 1) / (end - start + 1) of them
+    untrusted; the generator's record carries the share beside its quant; a mask of the wrong length is
+    refused."""
+    p, go = motion(90, 30.0, pos=lambda t: LEFT_OF_X * 2.0 * ramp(t, 0, 59 / 30))
+    tr = anchor_trajectory(p, go, fps=30.0)
+    trusted = np.ones(90, bool)
+    trusted[40:70] = False
+    plain, es = extract_events(tr, 30.0), extract_events(tr, 30.0, root_trusted=trusted)
+    (e0,) = [e for e in plain.events if e.code == "displacement_x"]
+    (e,) = [e for e in es.events if e.code == "displacement_x"]
+    assert e0.root_trusted_share is None and dataclasses.replace(e, root_trusted_share=None) == e0
+    assert e.start_frame < 40 <= e.end_frame < 70
+    assert e.root_trusted_share == pytest.approx(1 - (e.end_frame - 40 + 1) / (e.duration_frames + 1), abs=1e-4)
+    (rec,) = es.to_humanmovevqa()["quantitative_values"]["displacement_x"]
+    assert rec["root_trusted_share"] == e.root_trusted_share
+    assert "root_trusted_share" not in plain.to_humanmovevqa()["quantitative_values"]["displacement_x"][0]
+    with pytest.raises(ValueError, match="root_trusted has shape"):
+        extract_events(tr, 30.0, root_trusted=trusted[:-1])
 
 
 def test_categories_and_filters():

@@ -1,6 +1,7 @@
 import json
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
 from motionkit.cli import main
@@ -64,3 +65,66 @@ def test_features_are_computed_at_20_fps_whatever_the_fit_rate():
     assert len(d30.features[0]) == 59 and len(d20.features[0]) == 58  # 2.97 s and 2.9 s of fit at 20 fps
     # the same motion gives the same features at any fit rate (linear motion: resampling is exact)
     np.testing.assert_allclose(d30.features[0][:58], d20.features[0], atol=1e-5)
+
+
+def test_events_and_feature_rows_say_whether_the_fit_trusted_what_they_rest_on(default_root, tmp_path):
+    """A fit that trusts every landmark but the left hip on grid frames 20..29 (of the first of two
+    valid runs, 0..89 and 100..199): each event records the share of its frames start..end outside
+    20..29; feature row i (samples i and i + 1) trusts the left hip unless one of its samples is in
+    20..29 (rows 19..29 of the first run); the events themselves are those of the same fit without
+    trust. Without trust nothing is claimed."""
+    uid = EgoExoDataset(default_root).takes()[0].take_uid
+    plain = gt_result(default_root, uid, tmp_path / "plain", drop=slice(90, 100))
+    p = gt_result(default_root, uid, tmp_path / "trust", drop=slice(90, 100), untrusted=(slice(20, 30), (11,)))
+    runner = CliRunner()
+    docs = {}
+    for f in (plain, p):
+        r = runner.invoke(main, ["codes", str(f), "--json"] + ([] if f is p else ["--no-plot"]))
+        assert r.exit_code == 0, r.output
+        docs[f] = json.loads(r.output)
+    assert p.with_suffix(".codes.png").stat().st_size > 10_000  # untrusted stretches drawn red
+    assert not plain.with_suffix(".codes.png").exists()
+    with_trust, without = docs[p]["event_sets"], docs[plain]["event_sets"]
+    shares = []
+    for es, es0 in zip(with_trust, without, strict=True):
+        assert [{**e, "root_trusted_share": None} for e in es["events"]] == es0["events"]
+        for e in es["events"]:
+            s, t = e["start_frame"], e["end_frame"]
+            hidden = len(set(range(s, t + 1)) & set(range(20, 30))) if es is with_trust[0] else 0
+            assert e["root_trusted_share"] == pytest.approx(1 - hidden / (t - s + 1), abs=1e-4)
+            shares.append(e["root_trusted_share"])
+    assert min(shares) < 1.0 and {es["anchor_root_trusted"] for es in with_trust} == {True}
+    assert all(e["root_trusted_share"] is None for es in without for e in es["events"])
+    assert all(es["anchor_root_trusted"] is None for es in without)
+
+    r = runner.invoke(main, ["features", str(p), "--out", str(tmp_path / "f.npy")])
+    assert r.exit_code == 0, r.output
+    trusted = np.load(tmp_path / "f.joint_trusted.npy")
+    assert trusted.shape == (89 + 99, 17) and trusted.dtype == bool
+    expected = np.ones_like(trusted)
+    expected[19:30, 11] = False
+    np.testing.assert_array_equal(trusted, expected)
+    r = runner.invoke(main, ["features", str(plain), "--out", str(tmp_path / "g.npy")])
+    assert r.exit_code == 0 and not (tmp_path / "g.joint_trusted.npy").exists()
+
+
+def test_a_resampled_feature_row_is_trusted_where_both_fit_samples_around_its_times_are():
+    """30 fps fit samples, landmark 9 untrusted at sample 30 (t = 1 s). Feature times (20 fps) 0.95 and
+    1.05 s lie between trusted samples, 1.0 s falls on the untrusted one: rows 19 (0.95 -> 1.0 s) and 20
+    (1.0 -> 1.05 s) lose landmark 9, nothing else changes."""
+    from motionkit.motion.derive import feature_rows_trusted, feature_sample_times
+
+    t = np.arange(90) / 30.0
+    trusted = np.ones((90, 17), bool)
+    trusted[30, 9] = False
+    tq = feature_sample_times(t)
+    rows = feature_rows_trusted(trusted, t, tq)
+    expected = np.ones((len(tq) - 1, 17), bool)
+    expected[[19, 20], 9] = False
+    np.testing.assert_array_equal(rows, expected)
+    t20 = np.arange(40) / 20.0  # at the features' own rate the samples are the feature times
+    assert feature_sample_times(t20) is t20
+    rows = feature_rows_trusted(trusted[:40], t20, t20)
+    expected = np.ones((39, 17), bool)
+    expected[[29, 30], 9] = False
+    np.testing.assert_array_equal(rows, expected)

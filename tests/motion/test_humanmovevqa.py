@@ -125,7 +125,8 @@ def test_known_motions_read_as_the_generator_reads_them(name, frame, facing, cod
 def test_export_command_writes_one_track_per_valid_run_and_reports_takes_without_one(default_root, tmp_path):
     uids = [t.take_uid for t in EgoExoDataset(default_root).takes()]
     fits = tmp_path / "fits"
-    gt_result(default_root, uids[0], fits, drop=slice(90, 100))  # two valid runs
+    # two valid runs; the fit does not trust the left shoulder on grid frames 120..129 (run 1's 20..29)
+    gt_result(default_root, uids[0], fits, drop=slice(90, 100), untrusted=(slice(120, 130), (5,)))
     gt_result(default_root, uids[1], fits, drop=slice(0, None))  # no valid run
     out = tmp_path / "hmv"
     runner = CliRunner()
@@ -141,6 +142,9 @@ def test_export_command_writes_one_track_per_valid_run_and_reports_takes_without
     assert doc["motion_id"] == f"{uids[0]}_run1" and doc["fps"] == 20.0 and doc["num_frames"] == 100
     # track frame k of run 1 (grid frames 100..199 at 20 fps) is take/video frame rint(1.5 (100 + k))
     assert doc["video"]["video_frame"] == np.rint(1.5 * np.arange(100, 200)).astype(int).tolist()
+    assert doc["video"]["root_trusted"] == [not 20 <= k < 30 for k in range(100)]
+    shares = [rec["root_trusted_share"] for code in doc["quantitative_values"].values() for rec in code]
+    assert shares and min(shares) < 1.0 <= max(shares)
     _check_reading(doc)
     assert any(q["spatial_category"] != "no_action" for _, q in _records(doc))
     # deterministic: the same fit gives byte-identical files
