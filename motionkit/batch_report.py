@@ -6,8 +6,10 @@ lock (a line being written is skipped) and reports, for the latest attempt of ev
 status and reason, seconds per take per stage (median and 95th percentile) and the scheduling overhead
 (a take's wall time from dispatch to answer minus its stage times), the takes running now (the workers'
 markers in ``<out>/.running/``), peak memory per worker, the
-devices used, and the coverage of takes and of video time per split and scenario (the SOMA paper's
-Table 10 layout).
+devices used, the coverage of takes and of video time per split and scenario (the SOMA paper's
+Table 10 layout), and what the fits trust there: per body part the share of the valid frames'
+landmarks that are trusted, and the share of valid frames each quality flag marks (docs/result_file.md,
+"Which frames and joints to trust").
 """
 
 from __future__ import annotations
@@ -91,6 +93,7 @@ def batch_report(out_dir: str | Path, root: str | Path | None = None, expected: 
     for r in done:
         devices[str(r.get("device") or "unknown")] = devices.get(str(r.get("device") or "unknown"), 0) + 1
     coverage = _coverage(latest, root) if root is not None else {}
+    trust = _trust(latest, root)
     return {
         "takes": len(set(latest) | set(expected or [])),
         "outcomes": outcomes,
@@ -107,6 +110,7 @@ def batch_report(out_dir: str | Path, root: str | Path | None = None, expected: 
         "peak_memory_mb": {"per_worker": workers, "max": max(workers.values()) if workers else None},
         "devices": devices,
         "coverage": coverage,
+        "trust": trust,
         "attempts": len(records),
     }
 
@@ -135,6 +139,39 @@ def _coverage(latest: dict[str, dict], root: str | Path) -> dict:
     for key, g in sorted(groups.items()):
         c, f = np.asarray(g["covered"]), np.asarray(g["frames"], dtype=float)
         out[key] = {"takes": float((c > 0).mean()), "video_time": float((c * f).sum() / f.sum()), "n_takes": len(c)}
+    return out
+
+
+def _trust(latest: dict[str, dict], root: str | Path | None) -> dict:
+    """For all takes and, given the dataset ``root``, per split and scenario: the share of the valid
+    frames' landmarks of each body part that the fits trust and the share of valid frames each flag
+    marks, pooled over the takes that report them (each weighted by its valid samples)."""
+    infos = {i.take_uid: i for i in EgoExoDataset(root).takes()} if root is not None else {}
+    groups: dict[str, list[dict]] = {}
+    for uid, rec in latest.items():
+        if rec.get("status") not in ("done", "skipped") or not rec.get("valid_samples") or not rec.get("trusted_share"):
+            continue
+        keys = ["all"]
+        if uid in infos:
+            keys += [infos[uid].split, f"{infos[uid].split} / {scenario_of(infos[uid].take_name)}"]
+        for key in keys:
+            groups.setdefault(key, []).append(rec)
+    out = {}
+    for key, recs in sorted(groups.items(), key=lambda kv: (kv[0] != "all", kv[0])):
+        w = np.array([float(r["valid_samples"]) for r in recs])
+
+        def pooled(values: list, w=w) -> float | None:
+            ok = np.array([v is not None for v in values])
+            return float(np.average(np.array(values)[ok].astype(float), weights=w[ok])) if ok.any() else None
+
+        parts = sorted({p for r in recs for p in r["trusted_share"]})
+        flags = sorted({f for r in recs for f in (r.get("flag_share") or {})})
+        out[key] = {
+            "n_takes": len(recs),
+            "valid_samples": int(w.sum()),
+            "trusted_share": {p: pooled([r["trusted_share"].get(p) for r in recs]) for p in parts},
+            "flag_share": {f: pooled([(r.get("flag_share") or {}).get(f) for r in recs]) for f in flags},
+        }
     return out
 
 
@@ -168,6 +205,21 @@ def report_markdown(rep: dict) -> str:
                   "| split / scenario | takes | video time | takes in the batch |", "|---|---:|---:|---:|"]  # fmt: skip
         for key, c in rep["coverage"].items():
             lines.append(f"| {key} | {100 * c['takes']:.1f} % | {100 * c['video_time']:.1f} % | {c['n_takes']} |")
+    if rep.get("trust"):
+        parts = ("torso", "arms", "legs", "face")
+        lines += ["", "## What the fits trust (valid frames)", "",
+                  "Landmarks trusted per body part; frames marked by any quality flag (but STATIC) and by "
+                  "OCCLUDED (docs/result_file.md, \"Which frames and joints to trust\").", "",
+                  "| split / scenario | " + " | ".join(parts) + " | flagged | OCCLUDED | valid samples | takes |",
+                  "|---|" + "---:|" * (len(parts) + 4)]  # fmt: skip
+
+        def pct(x) -> str:
+            return "n/a" if x is None else f"{100 * x:.1f} %"
+
+        for key, t in rep["trust"].items():
+            cells = [pct(t["trusted_share"].get(p)) for p in parts]
+            cells += [pct(t["flag_share"].get("any")), pct(t["flag_share"].get("OCCLUDED"))]
+            lines.append(f"| {key} | " + " | ".join(cells) + f" | {t['valid_samples']} | {t['n_takes']} |")
     return "\n".join(lines) + "\n"
 
 

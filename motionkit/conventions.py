@@ -45,6 +45,9 @@ COCO17_OKS_SIGMAS = np.array([0.26, 0.25, 0.25, 0.35, 0.35, 0.79, 0.79, 0.72, 0.
                               0.87, 0.89, 0.89]) / 10.0  # fmt: skip
 COCO17_FACE = (0, 1, 2, 3, 4)
 COCO17_BODY = tuple(range(5, 17))  # shoulders .. ankles: the landmarks that are not on the face
+# the landmarks by part of the body, for summaries of what a fit trusts
+COCO17_PARTS: dict[str, tuple[int, ...]] = {"torso": (5, 6, 11, 12), "arms": (7, 8, 9, 10), "legs": (13, 14, 15, 16),
+                                            "face": COCO17_FACE}  # fmt: skip
 # limbs used for drawing; the first 12 (arms, legs, shoulders, hips, sides) for the shape initialisation
 COCO17_LIMBS: tuple[tuple[int, int], ...] = (
     (5, 7), (7, 9), (6, 8), (8, 10), (11, 13), (13, 15), (12, 14), (14, 16),

@@ -32,10 +32,11 @@ from pathlib import Path
 import torch
 
 from motionkit.batch_report import MANIFEST, RUNNING_DIR, write_batch_report
+from motionkit.body.quality import flag_shares, trust_by_part
 from motionkit.common import faults
 from motionkit.common.errors import DataError, one_line_warning
 from motionkit.common.files import write_json_atomic
-from motionkit.data.store import result_path
+from motionkit.data.store import TakeResult, result_path
 from motionkit.pipeline import STAGES, PipelineConfig, TakeRun, reusable_result, run_take, run_takes
 
 EXECUTORS = ("local", "ray", "slurm")
@@ -82,11 +83,24 @@ def _memory_mb() -> tuple[float, float]:
 
 
 def _run_facts(run: TakeRun) -> dict:
-    """What the batch report reads from a take's run: seconds per stage, the fit's device, its coverage."""
-    r = run.result
+    """What the batch report reads from a take's run: seconds per stage and ``_result_facts``."""
+    return {"stage_seconds": {k: round(v, 3) for k, v in run.timings.items()}, **_result_facts(run.result)}
+
+
+def _result_facts(r: TakeResult) -> dict:
+    """What the batch report reads from a take's result: the fit's device, its coverage of the video
+    time, its valid samples, the share of each body part's landmarks it trusts in them and the share of
+    them each flag marks (``body.quality.trust_by_part``, ``flag_shares``; None for what it lacks)."""
     cov = r["eval/coverage_video_time"] if "eval/coverage_video_time" in r.arrays else None
-    return {"stage_seconds": {k: round(v, 3) for k, v in run.timings.items()}, "device": r.attrs.get("fit_device"),
-            "coverage_video_time": None if cov is None else float(cov)}  # fmt: skip
+    valid = r["valid"].astype(bool) if "valid" in r.arrays else None
+    flags = {k.split("/", 1)[1]: r[k] for k in r.arrays if k.startswith("flags/")}
+    return {
+        "device": r.attrs.get("fit_device"),
+        "coverage_video_time": None if cov is None else float(cov),
+        "valid_samples": None if valid is None else int(valid.sum()),
+        "trusted_share": trust_by_part(r["fit/joint_trusted"], valid) if "fit/joint_trusted" in r.arrays else None,
+        "flag_share": flag_shares(flags, valid) if flags and valid is not None else None,
+    }
 
 
 def _record(take_uid: str, base: dict, t0: float, error: BaseException | None = None, **extra) -> dict:
@@ -381,7 +395,6 @@ def _run_batch(root, out_dir: Path, manifest: Path, take_uids: list[str], fit_co
         prev = None if bc.force else reusable_result(result_path(out_dir, uid), fit_config)
         if prev is not None and prev.stages == list(STAGES):
             summary["skipped"].append(uid)
-            cov = prev["eval/coverage_video_time"] if "eval/coverage_video_time" in prev.arrays else None
             rec = {
                 "take": uid,
                 "status": "skipped",
@@ -389,8 +402,7 @@ def _run_batch(root, out_dir: Path, manifest: Path, take_uids: list[str], fit_co
                 "attempt": 0,
                 "duration_s": 0.0,
                 "host": socket.gethostname(),
-                "coverage_video_time": None if cov is None else float(cov),
-                "device": prev.attrs.get("fit_device"),
+                **_result_facts(prev),
                 "final": True,
             }
             _append_manifest(manifest, rec)

@@ -36,3 +36,24 @@ def test_report_counts_outcomes_stages_overhead_running_and_pending(tmp_path):
     assert list(rep["running"]) == ["d"] and rep["devices"] == {"cpu": 2}
     md = report_markdown(rep)
     assert "| overhead (wall time minus stages) | 0.25 |" in md and "## Running now" in md and "| d | n1 | 7 |" in md
+
+
+def test_trust_is_pooled_over_takes_by_their_valid_samples(tmp_path):
+    """Two takes with 100 and 300 valid samples trusting 90 % and 50 % of their legs: 60 % pooled; a take
+    without per-joint trust (an older fit) and a failed take do not count; the Markdown table shows it."""
+    done = {"status": "done", "host": "n1", "pid": 1, "stage_seconds": {"fit": 1.0}, "duration_s": 1.0}
+    _write(tmp_path, [
+        {"take": "a", **done, "valid_samples": 100, "trusted_share": {"torso": 1.0, "legs": 0.9},
+         "flag_share": {"OCCLUDED": 0.2, "any": 0.4}},
+        {"take": "b", **done, "valid_samples": 300, "trusted_share": {"torso": 1.0, "legs": 0.5},
+         "flag_share": {"OCCLUDED": 0.0, "any": 0.0}},
+        {"take": "c", **done, "valid_samples": 50, "trusted_share": None, "flag_share": None},
+        {"take": "d", "status": "failed", "reason": "DataError: x", "error": "x", "valid_samples": 10,
+         "trusted_share": {"legs": 0.0}},
+    ])  # fmt: skip
+    t = batch_report(tmp_path)["trust"]
+    assert list(t) == ["all"] and t["all"]["n_takes"] == 2 and t["all"]["valid_samples"] == 400
+    assert t["all"]["trusted_share"] == {"legs": pytest.approx(0.6), "torso": pytest.approx(1.0)}
+    assert t["all"]["flag_share"] == {"OCCLUDED": pytest.approx(0.05), "any": pytest.approx(0.1)}
+    md = report_markdown(batch_report(tmp_path))
+    assert "| all | 100.0 % | n/a | 60.0 % | n/a | 10.0 % | 5.0 % | 400 | 2 |" in md

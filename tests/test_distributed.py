@@ -74,6 +74,13 @@ def test_executors_finish_good_takes_and_record_the_bad_one(six_takes, tmp_path,
     # a rerun skips the finished takes
     again = run_batch(root, out, takes, FAST, BatchConfig(executor="local", workers=2))
     assert sorted(again["skipped"]) == sorted(summary["done"]) and again["done"] == []
+    # done and skipped records alike say what each fit trusts, as its result file does
+    for rec in (r for r in _manifest(out) if r["status"] in ("done", "skipped")):
+        res = read_result(out / f"{rec['take']}.h5")
+        valid, trusted = res["valid"].astype(bool), res["fit/joint_trusted"].astype(bool)
+        assert rec["valid_samples"] == valid.sum()
+        assert rec["trusted_share"]["legs"] == pytest.approx(trusted[valid][:, 13:].mean())
+        assert rec["flag_share"]["OCCLUDED"] == pytest.approx(res["flags/OCCLUDED"][valid].mean())
 
 
 def test_batch_result_equals_single_take_fit(six_takes, tmp_path):

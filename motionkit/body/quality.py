@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.ndimage import convolve1d, maximum_filter1d, median_filter
 
-from motionkit.conventions import COCO17_BODY, eye_midpoint
+from motionkit.conventions import COCO17_BODY, COCO17_PARTS, eye_midpoint
 from motionkit.geometry.interpolation import valid_runs
 
 SMOOTHING_TAPS = np.array([0.05, 0.25, 0.4, 0.25, 0.05])
@@ -22,6 +22,7 @@ STATIC_WINDOW_S = 1.5
 HIGH_REPROJ_PX = 60.0
 SHORT_SEGMENT_S = 2.0
 OCCLUDED_MIN_TRUSTED = 10  # of the 12 body landmarks (three or more untrusted: a part of the body is guessed)
+INFORMATIONAL_FLAGS = ("STATIC",)  # flags that describe the motion, not the fit's quality
 
 
 @dataclass(frozen=True)
@@ -170,3 +171,21 @@ def quality_flags(joints, valid, n_views, fps, cpf, names, reproj_px=None, trust
         if trusted is not None
         else np.zeros(len(body), bool),
     }
+
+
+def trust_by_part(trusted: np.ndarray, valid: np.ndarray) -> dict[str, float | None]:
+    """Per part of the body (``COCO17_PARTS``: torso, arms, legs, face), the share of its landmarks in the
+    valid frames that are trusted (``trusted (M, 17)``, ``valid (M,)``); None without a valid frame."""
+    t = np.asarray(trusted, dtype=bool)[np.asarray(valid, dtype=bool)]
+    return {part: float(t[:, list(idx)].mean()) if len(t) else None for part, idx in COCO17_PARTS.items()}
+
+
+def flag_shares(flags: dict[str, np.ndarray], valid: np.ndarray) -> dict[str, float | None]:
+    """Per flag (``quality_flags``' output, ``(M,)`` bool each), the share of the valid frames it marks, and
+    ``any`` for the frames marked by any flag that judges the fit (all but the ``INFORMATIONAL_FLAGS``,
+    which describe the motion); None without a valid frame."""
+    v = np.asarray(valid, dtype=bool)
+    out = {k: float(np.asarray(f, dtype=bool)[v].mean()) if v.any() else None for k, f in sorted(flags.items())}
+    judged = [np.asarray(f, dtype=bool) for k, f in flags.items() if k not in INFORMATIONAL_FLAGS]
+    out["any"] = float(np.any(judged, axis=0)[v].mean()) if judged and v.any() else None
+    return out

@@ -14,6 +14,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from motionkit.body.quality import INFORMATIONAL_FLAGS
 from motionkit.common.errors import DataError
 from motionkit.conventions import COCO17_BODY, COCO17_LR_PAIRS, SMPLX_TO_COCO17
 from motionkit.data.egoexo4d import EgoExoDataset
@@ -178,7 +179,6 @@ def world_offset_mm(fit: np.ndarray, truth: np.ndarray) -> float:
 
 FRAME_FAIL_MM = 100.0  # a frame whose PA-MPJPE against the true landmarks is above this is a failure
 JOINT_FAIL_MM = 50.0  # a joint farther than this from its true landmark is wrong
-INFORMATIONAL_FLAGS = ("STATIC",)  # flags that describe the motion, not the fit's quality
 TRUST_KEYS = (
     "false_trust",
     "missed_failures",

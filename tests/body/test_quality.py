@@ -1,12 +1,15 @@
 import numpy as np
+import pytest
 
 from motionkit.body.quality import (
     TrustConfig,
+    flag_shares,
     joint_support,
     joint_trusted,
     quality_flags,
     seeing_views,
     supporting_views,
+    trust_by_part,
     valid_frames,
 )
 from motionkit.conventions import COCO17_BODY
@@ -134,3 +137,20 @@ def test_a_joint_is_trusted_where_two_views_support_it_steadily():
         f = quality_flags(_body(M, fps, np.ones(M)), valid, np.full(M, 3), fps, np.zeros((M, 3)), NAMES,
                           trusted=np.broadcast_to(~legs, (M, 17)))  # fmt: skip
         assert f["OCCLUDED"][:50].all() == flagged and not f["OCCLUDED"][50:].any()
+
+
+def test_trust_by_part_and_flag_shares_count_valid_frames_only():
+    """Four frames, the last invalid: the legs trusted in one of the three valid frames (1/3), the face
+    in none, the arms in all; OCCLUDED on the second valid frame and STATIC on the first: ``any``
+    leaves STATIC out; what an invalid frame holds does not count."""
+    valid = np.array([True, True, True, False])
+    trusted = np.zeros((4, 17), bool)
+    trusted[:3, [5, 6, 7, 8, 9, 10, 11, 12]] = True
+    trusted[0, 13:17] = True
+    trusted[3] = True
+    shares = trust_by_part(trusted, valid)
+    assert shares == {"torso": 1.0, "arms": 1.0, "legs": pytest.approx(1 / 3), "face": 0.0}
+    flags = {"OCCLUDED": np.array([False, True, False, True]), "STATIC": np.array([True, False, False, True])}
+    assert flag_shares(flags, valid) == {"OCCLUDED": pytest.approx(1 / 3), "STATIC": pytest.approx(1 / 3),
+                                         "any": pytest.approx(1 / 3)}  # fmt: skip
+    assert trust_by_part(trusted, np.zeros(4, bool))["legs"] is None
