@@ -118,9 +118,10 @@ def codes(path, preset, as_json, plot, fmt, out_dir, frame, camera) -> None:
                 )
         out.append(doc)
         if not as_json:
-            n_ev, n_qa = event_counts(d)
+            n_ev, n_qa, n_trusted = event_counts(d)
             target = f.with_suffix(".codes.json")
-            click.echo(f"{a['take_uid']}: {len(d.runs)} run(s), {n_ev} events, {n_qa} QA-eligible -> {target}")
+            trusted = "" if n_trusted is None else f" ({n_trusted} on a torso trusted throughout)"
+            click.echo(f"{a['take_uid']}: {len(d.runs)} run(s), {n_ev} events, {n_qa} QA-eligible{trusted} -> {target}")
     if as_json:
         click.echo(json.dumps(out if len(out) > 1 else out[0]))
 

@@ -200,10 +200,13 @@ def codes_document(arrays: dict, derived: DerivedMotion, preset: str) -> dict:
     }
 
 
-def event_counts(derived: DerivedMotion) -> tuple[int, int]:
-    """``(events with an action, QA-eligible events)`` over every run."""
+def event_counts(derived: DerivedMotion) -> tuple[int, int, int | None]:
+    """``(events with an action, QA-eligible events, QA-eligible events whose every frame has a trusted
+    torso)`` over every run; the last is None when the fit gave no per-joint trust."""
     events = [e for es in derived.events for e in es.events]
-    return sum(e.spatial_category != "no_action" for e in events), sum(bool(e.qa_eligible) for e in events)
+    eligible = [e for e in events if e.qa_eligible]
+    trusted = None if derived.root_trusted is None else sum(e.root_trusted_share == 1.0 for e in eligible)
+    return sum(e.spatial_category != "no_action" for e in events), len(eligible), trusted
 
 
 def features_document(arrays: dict, derived: DerivedMotion, variant: str) -> dict:

@@ -96,6 +96,13 @@ def test_events_and_feature_rows_say_whether_the_fit_trusted_what_they_rest_on(d
     assert min(shares) < 1.0 and {es["anchor_root_trusted"] for es in with_trust} == {True}
     assert all(e["root_trusted_share"] is None for es in without for e in es["events"])
     assert all(es["anchor_root_trusted"] is None for es in without)
+    eligible = [e for es in with_trust for e in es["events"] if e["qa_eligible"]]
+    whole = sum(e["root_trusted_share"] == 1.0 for e in eligible)
+    assert 0 < whole < len(eligible)  # one QA-eligible event crosses the untrusted stretch
+    r = runner.invoke(main, ["codes", str(p), "--no-plot"])
+    assert r.exit_code == 0 and f"{len(eligible)} QA-eligible ({whole} on a torso trusted throughout)" in r.output
+    r = runner.invoke(main, ["codes", str(plain), "--no-plot"])
+    assert r.exit_code == 0 and "QA-eligible ->" in r.output and "trusted" not in r.output
 
     r = runner.invoke(main, ["features", str(p), "--out", str(tmp_path / "f.npy")])
     assert r.exit_code == 0, r.output
