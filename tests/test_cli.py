@@ -4,6 +4,7 @@ import sys
 
 import click
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
 from motionkit.cli import main
@@ -46,6 +47,12 @@ def test_synth_then_fit_json(tmp_path):
     r = runner.invoke(main, ["fit", "--take", take.take_uid, "--root", str(root), "--out", str(out), "--json",
                              "--kernels", "torch", "--device", "cpu"])  # fmt: skip
     assert json.loads(r.output.strip().splitlines()[-1])["reused_stages"] == s["stages"]
+    # what the fit trusts, per body part of the valid frames, in the summary and the printout
+    valid, trusted = res["valid"].astype(bool), res["fit/joint_trusted"].astype(bool)
+    assert s["trusted_share"]["legs"] == pytest.approx(trusted[valid][:, 13:].mean())
+    r = runner.invoke(main, ["fit", "--take", take.take_uid, "--root", str(root), "--out", str(out)])
+    legs = f"legs {100 * trusted[valid][:, 13:].mean():.1f} %"
+    assert r.exit_code == 0 and "landmarks trusted in the valid frames: torso" in r.output and legs in r.output
 
 
 def test_doctor_reports_the_operators_and_devices():

@@ -161,6 +161,9 @@ def fit(take_id, root, out_dir, until, as_json, **kw) -> None:
     if s["coverage"] is not None:
         cov, rep = 100 * s["coverage"], s["reprojection_px"]
         click.echo(f"coverage: {cov:.1f} % of frames fitted; reprojection {rep:.1f} px (median)")
+    if s.get("trusted_share") and s["trusted_share"].get("torso") is not None:
+        parts = ", ".join(f"{k} {100 * v:.1f} %" for k, v in s["trusted_share"].items())
+        click.echo(f"landmarks trusted in the valid frames: {parts} (fit/joint_trusted)")
     if s["pa_mpjpe_mm"] is not None:
         click.echo(
             f"vs annotations: PA-MPJPE {s['pa_mpjpe_mm']:.1f} mm, MPJPE {s['mpjpe_world_mm']:.1f} mm (uncorrected)"

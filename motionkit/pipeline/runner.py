@@ -18,6 +18,7 @@ from tqdm import tqdm
 from motionkit import __version__
 from motionkit.body.fitting import FitOutput, fit_takes
 from motionkit.body.model_file import load_model_file
+from motionkit.body.quality import trust_by_part
 from motionkit.common.errors import DataError
 from motionkit.data.aria import DEFAULT_CPF_SOURCE
 from motionkit.data.egoexo4d import EgoExoDataset
@@ -88,6 +89,9 @@ class TakeRun:
             "fit_kernels": r.attrs.get("fit_kernels"),
             "seconds_per_stage": {k: round(v, 3) for k, v in self.timings.items()},
             "coverage": float(np.mean(r["valid"])) if "valid" in r.arrays else None,
+            "trusted_share": (
+                trust_by_part(r["fit/joint_trusted"], r["valid"]) if "fit/joint_trusted" in r.arrays else None
+            ),
             "reprojection_px": float(np.nanmedian(r["reprojection/px"])) if "reprojection/px" in r.arrays else None,
             "pa_mpjpe_mm": float(r["eval/pa_mpjpe_mm"]) if "eval/pa_mpjpe_mm" in r.arrays else None,
             "mpjpe_world_mm": float(r["eval/mpjpe_world_mm"]) if "eval/mpjpe_world_mm" in r.arrays else None,
