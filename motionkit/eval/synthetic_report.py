@@ -16,7 +16,7 @@ import numpy as np
 
 from motionkit.body.quality import INFORMATIONAL_FLAGS
 from motionkit.common.errors import DataError
-from motionkit.conventions import COCO17_BODY, COCO17_LR_PAIRS, SMPLX_TO_COCO17
+from motionkit.conventions import COCO17_BODY, COCO17_LR_PAIRS, COCO17_PARTS, SMPLX_TO_COCO17
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.observations import read_observations
 from motionkit.data.store import read_result, result_path
@@ -204,7 +204,8 @@ def trust_checks(res, truth: np.ndarray, fittable_views: np.ndarray, landmark_vi
     a valid sample), ``valid_unfittable_failures`` (count of valid frames with < 2 fittable views and an
     error over 100 mm), and per joint ``joint_false_trust`` (trusted joints over 50 mm off),
     ``joint_missed_failures`` (joints over 50 mm off that are trusted), ``joint_coverage`` (joints seen
-    unoccluded by >= 2 cameras that are trusted)."""
+    unoccluded by >= 2 cameras that are trusted); the three joint shares per body part (``COCO17_PARTS``)
+    as counts only, ``trust_counts["joint_false_trust:legs"]`` etc., which ``pooled_checks`` pools."""
     fit = res["fit/coco17_all"] if "fit/coco17_all" in res.arrays else res["joints/coco17"]
     err = pa_mpjpe(fit, truth)
     valid = res["valid"].astype(bool)
@@ -230,6 +231,11 @@ def trust_checks(res, truth: np.ndarray, fittable_views: np.ndarray, landmark_vi
         "occluded_share": ((~seen).sum(), seen.size),
     }
     out = _shares(counts, "trust_counts")
+    for part, idx in COCO17_PARTS.items():  # the joint shares per body part: counts only, pooled over takes
+        tp, jf, sp = trusted[:, idx], jfail[:, idx], seen[:, idx]
+        out["trust_counts"] |= {f"joint_false_trust:{part}": [int((tp & jf).sum()), int(tp.sum())],
+                                f"joint_missed_failures:{part}": [int((tp & jf).sum()), int(jf.sum())],
+                                f"joint_coverage:{part}": [int((tp & sp).sum()), int(sp.sum())]}  # fmt: skip
     out["valid_unfittable_failures"] = int((valid & ~fittable & fail).sum())
     out["valid_pa_mpjpe_mm"] = float(np.nanmean(err[valid])) if valid.any() else None
     return out
@@ -320,10 +326,19 @@ def format_difficulty(rep: dict) -> str:
     rows.append(("median", "", *(_fmt(v) for v in rep["median"].values())))
     text = "\n".join("  ".join(str(c) for c in r) for r in rows)
     pooled = rep.get("pooled") or {}
-    if pooled:
+    whole = {k: p for k, p in pooled.items() if ":" not in k}
+    if whole:
         text += "\npooled over the takes: " + "; ".join(
-            f"{k} {p['share']:.1%} ({p['count']}/{p['of']})" for k, p in pooled.items()
+            f"{k} {p['share']:.1%} ({p['count']}/{p['of']})" for k, p in whole.items()
         )
+    parts = [part for part in COCO17_PARTS if f"joint_false_trust:{part}" in pooled]
+    if parts:
+        keys = ("joint_false_trust", "joint_missed_failures", "joint_coverage")
+        rows = [("per body part", *keys)]
+        rows += [(part, *(f"{pooled[f'{k}:{part}']['share']:.1%} ({pooled[f'{k}:{part}']['count']}/"
+                          f"{pooled[f'{k}:{part}']['of']})" for k in keys)) for part in parts]  # fmt: skip
+        widths = [max(len(r[i]) for r in rows) for i in range(len(keys) + 1)]
+        text += "\n" + "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
     return text
 
 

@@ -70,6 +70,18 @@ def test_trust_checks_count_what_they_say():
     assert out["trust_counts"]["joint_missed_failures"] == [2 * 17 + 2, bad_joints]
     assert out["joint_false_trust"] == pytest.approx((2 * 17 + 2) / (28 * 17 - 2))
     assert out["joint_coverage"] == pytest.approx((28 * 16 - 2) / (40 * 16))
+    # per body part: the legs hold frame 20's knees (trusted, bad) and ankles (untrusted, bad), the face
+    # the nose that no two cameras see
+    c = out["trust_counts"]
+    assert c["joint_false_trust:legs"] == [2 * 4 + 2, 28 * 4 - 2]
+    assert c["joint_missed_failures:legs"] == [2 * 4 + 2, 4 * 4 + 4]
+    assert c["joint_coverage:legs"] == [28 * 4 - 2, 40 * 4]
+    assert c["joint_false_trust:face"] == [2 * 5, 28 * 5] and c["joint_coverage:face"] == [28 * 4, 40 * 4]
+    text = format_difficulty({"takes": [], "median": {}, "pooled": pooled_checks([out])})
+    legs = next(line for line in text.splitlines() if line.startswith("legs "))
+    assert "per body part" in text and legs.split() == ["legs", "9.1%", "(10/110)", "50.0%", "(10/20)", "68.8%",
+                                                        "(110/160)"]  # fmt: skip
+    assert "joint_false_trust:legs" not in text
 
 
 def test_truth_at_samples_reads_the_truth_at_the_fit_sample_times():
