@@ -120,44 +120,56 @@ def _quantiles(v: list[float]) -> dict:
             "n": len(v)}  # fmt: skip
 
 
+def _groups(latest: dict[str, dict], root: str | Path | None, keep) -> dict[str, list[tuple[dict, object]]]:
+    """The latest records that ``keep(rec)`` accepts, with their take's ``TakeInfo`` (None without
+    ``root`` or for a take the dataset lacks), grouped under ``all`` and, for takes of the dataset
+    ``root``, under their split and ``split / scenario``; ``all`` first, then by name."""
+    infos = {i.take_uid: i for i in EgoExoDataset(root).takes()} if root is not None else {}
+    groups: dict[str, list[tuple[dict, object]]] = {}
+    for uid, rec in latest.items():
+        info = infos.get(uid)
+        if not keep(rec):
+            continue
+        keys = ["all"] + ([info.split, f"{info.split} / {scenario_of(info.take_name)}"] if info else [])
+        for key in keys:
+            groups.setdefault(key, []).append((rec, info))
+    return dict(sorted(groups.items(), key=lambda kv: (kv[0] != "all", kv[0])))
+
+
 def _coverage(latest: dict[str, dict], root: str | Path) -> dict:
     """Per split and scenario: the share of takes with any coverage and of the 30 fps video time, over the
     takes of the batch (a failed take covers nothing)."""
-    ds = EgoExoDataset(root)
-    infos = {i.take_uid: i for i in ds.takes()}
-    groups: dict[str, dict[str, list]] = {}
-    for uid, rec in latest.items():
-        info = infos.get(uid)
-        if info is None or rec.get("status") == "skipped" and rec.get("coverage_video_time") is None:
-            continue
-        cov = float(rec.get("coverage_video_time") or 0.0) if rec.get("status") in ("done", "skipped") else 0.0
-        for key in (f"{info.split}", f"{info.split} / {scenario_of(info.take_name)}"):
-            g = groups.setdefault(key, {"covered": [], "frames": []})
-            g["covered"].append(cov)
-            g["frames"].append(info.n_frames)
     out = {}
-    for key, g in sorted(groups.items()):
-        c, f = np.asarray(g["covered"]), np.asarray(g["frames"], dtype=float)
+    for key, members in _groups(latest, root, _counts_for_coverage).items():
+        if key == "all":  # the coverage table is per split and scenario
+            continue
+        c = np.array([float(r.get("coverage_video_time") or 0.0) if r.get("status") in ("done", "skipped") else 0.0
+                      for r, _ in members])  # fmt: skip
+        f = np.array([info.n_frames for _, info in members], dtype=float)
         out[key] = {"takes": float((c > 0).mean()), "video_time": float((c * f).sum() / f.sum()), "n_takes": len(c)}
     return out
+
+
+def _counts_for_coverage(rec: dict) -> bool:
+    """Whether a record counts in the coverage: all but a take skipped with no coverage on record."""
+    return not (rec.get("status") == "skipped" and rec.get("coverage_video_time") is None)
 
 
 def _trust(latest: dict[str, dict], root: str | Path | None) -> dict:
     """For all takes and, given the dataset ``root``, per split and scenario: the share of the valid
     frames' landmarks of each body part that the fits trust and the share of valid frames each flag
     marks, pooled over the takes that report them (each weighted by its valid samples)."""
-    infos = {i.take_uid: i for i in EgoExoDataset(root).takes()} if root is not None else {}
-    groups: dict[str, list[dict]] = {}
-    for uid, rec in latest.items():
-        if rec.get("status") not in ("done", "skipped") or not rec.get("valid_samples") or not rec.get("trusted_share"):
-            continue
-        keys = ["all"]
-        if uid in infos:
-            keys += [infos[uid].split, f"{infos[uid].split} / {scenario_of(infos[uid].take_name)}"]
-        for key in keys:
-            groups.setdefault(key, []).append(rec)
+
+    def reports_trust(rec: dict) -> bool:
+        return (
+            rec.get("status") in ("done", "skipped")
+            and bool(rec.get("valid_samples"))
+            and bool(rec.get("trusted_share"))
+        )
+
     out = {}
-    for key, recs in sorted(groups.items(), key=lambda kv: (kv[0] != "all", kv[0])):
+    for key, members in _groups(latest, root, reports_trust).items():
+        recs = [r for r, _ in members]
         w = np.array([float(r["valid_samples"]) for r in recs])
 
         def pooled(values: list, w=w) -> float | None:

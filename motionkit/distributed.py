@@ -93,7 +93,7 @@ def _result_facts(r: TakeResult) -> dict:
     them each flag marks (``body.quality.trust_by_part``, ``flag_shares``; None for what it lacks)."""
     cov = r["eval/coverage_video_time"] if "eval/coverage_video_time" in r.arrays else None
     valid = r["valid"].astype(bool) if "valid" in r.arrays else None
-    flags = {k.split("/", 1)[1]: r[k] for k in r.arrays if k.startswith("flags/")}
+    flags = r.group("flags")
     return {
         "device": r.attrs.get("fit_device"),
         "coverage_video_time": None if cov is None else float(cov),

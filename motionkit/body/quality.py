@@ -180,12 +180,16 @@ def trust_by_part(trusted: np.ndarray, valid: np.ndarray) -> dict[str, float | N
     return {part: float(t[:, list(idx)].mean()) if len(t) else None for part, idx in COCO17_PARTS.items()}
 
 
+def judged_flags(flags: dict[str, np.ndarray], n_frames: int) -> np.ndarray:
+    """``(M,)`` bool: frames marked by any flag that judges the fit (``flags``: ``quality_flags``' output,
+    ``(M,)`` bool each; all but the ``INFORMATIONAL_FLAGS``, which describe the motion)."""
+    judged = [np.asarray(f, dtype=bool) for k, f in flags.items() if k not in INFORMATIONAL_FLAGS]
+    return np.any(judged, axis=0) if judged else np.zeros(n_frames, bool)
+
+
 def flag_shares(flags: dict[str, np.ndarray], valid: np.ndarray) -> dict[str, float | None]:
     """Per flag (``quality_flags``' output, ``(M,)`` bool each), the share of the valid frames it marks, and
-    ``any`` for the frames marked by any flag that judges the fit (all but the ``INFORMATIONAL_FLAGS``,
-    which describe the motion); None without a valid frame."""
+    ``any`` for those ``judged_flags`` marks; None without a valid frame."""
     v = np.asarray(valid, dtype=bool)
-    out = {k: float(np.asarray(f, dtype=bool)[v].mean()) if v.any() else None for k, f in sorted(flags.items())}
-    judged = [np.asarray(f, dtype=bool) for k, f in flags.items() if k not in INFORMATIONAL_FLAGS]
-    out["any"] = float(np.any(judged, axis=0)[v].mean()) if judged and v.any() else None
-    return out
+    marked = {k: np.asarray(f, dtype=bool) for k, f in sorted(flags.items())} | {"any": judged_flags(flags, len(v))}
+    return {k: float(f[v].mean()) if v.any() else None for k, f in marked.items()}

@@ -14,7 +14,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from motionkit.body.quality import INFORMATIONAL_FLAGS
+from motionkit.body.quality import judged_flags
 from motionkit.common.errors import DataError
 from motionkit.conventions import COCO17_BODY, COCO17_LR_PAIRS, COCO17_PARTS, SMPLX_TO_COCO17
 from motionkit.data.egoexo4d import EgoExoDataset
@@ -209,8 +209,7 @@ def trust_checks(res, truth: np.ndarray, fittable_views: np.ndarray, landmark_vi
     fit = res["fit/coco17_all"] if "fit/coco17_all" in res.arrays else res["joints/coco17"]
     err = pa_mpjpe(fit, truth)
     valid = res["valid"].astype(bool)
-    flags = [k for k in res.arrays if k.startswith("flags/") and k.split("/", 1)[1] not in INFORMATIONAL_FLAGS]
-    flagged = np.any([res[k].astype(bool) for k in flags], axis=0) if flags else np.zeros_like(valid)
+    flagged = judged_flags(res.group("flags"), len(valid))
     fail = np.nan_to_num(err, nan=0.0) > FRAME_FAIL_MM
     fittable = fittable_views >= 2
     jerr = np.linalg.norm(fit - truth, axis=-1) * 1000.0
@@ -224,21 +223,27 @@ def trust_checks(res, truth: np.ndarray, fittable_views: np.ndarray, landmark_vi
         "missed_failures": ((fail & valid & ~flagged).sum(), fail.sum()),
         "coverage_fittable": ((valid & fittable).sum(), fittable.sum()),
         "coverage_video_time": (cov.sum(), len(cov)),
-        "joint_false_trust": ((trusted & jfail).sum(), trusted.sum()),
-        "joint_missed_failures": ((trusted & jfail).sum(), jfail.sum()),
-        "joint_coverage": ((trusted & seen).sum(), seen.sum()),
+        **_joint_counts(trusted, jfail, seen),
         "unfittable_share": ((~fittable).sum(), len(fittable)),
         "occluded_share": ((~seen).sum(), seen.size),
     }
     out = _shares(counts, "trust_counts")
     for part, idx in COCO17_PARTS.items():  # the joint shares per body part: counts only, pooled over takes
-        tp, jf, sp = trusted[:, idx], jfail[:, idx], seen[:, idx]
-        out["trust_counts"] |= {f"joint_false_trust:{part}": [int((tp & jf).sum()), int(tp.sum())],
-                                f"joint_missed_failures:{part}": [int((tp & jf).sum()), int(jf.sum())],
-                                f"joint_coverage:{part}": [int((tp & sp).sum()), int(sp.sum())]}  # fmt: skip
+        part_counts = _joint_counts(trusted[:, idx], jfail[:, idx], seen[:, idx])
+        out["trust_counts"] |= {f"{k}:{part}": [int(n), int(d)] for k, (n, d) in part_counts.items()}
     out["valid_unfittable_failures"] = int((valid & ~fittable & fail).sum())
     out["valid_pa_mpjpe_mm"] = float(np.nanmean(err[valid])) if valid.any() else None
     return out
+
+
+def _joint_counts(trusted: np.ndarray, wrong: np.ndarray, seen: np.ndarray) -> dict[str, tuple[int, int]]:
+    """``(count, of)`` of the joint shares of ``trust_checks`` from ``(..., J)`` bool arrays: trusted
+    joints, joints over ``JOINT_FAIL_MM`` off, joints that >= 2 cameras see unoccluded."""
+    return {
+        "joint_false_trust": ((trusted & wrong).sum(), trusted.sum()),
+        "joint_missed_failures": ((trusted & wrong).sum(), wrong.sum()),
+        "joint_coverage": ((trusted & seen).sum(), seen.sum()),
+    }
 
 
 def _selected(res, person_id: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -328,18 +333,20 @@ def format_difficulty(rep: dict) -> str:
     pooled = rep.get("pooled") or {}
     whole = {k: p for k, p in pooled.items() if ":" not in k}
     if whole:
-        text += "\npooled over the takes: " + "; ".join(
-            f"{k} {p['share']:.1%} ({p['count']}/{p['of']})" for k, p in whole.items()
-        )
+        text += "\npooled over the takes: " + "; ".join(f"{k} {_share_text(p)}" for k, p in whole.items())
     parts = [part for part in COCO17_PARTS if f"joint_false_trust:{part}" in pooled]
     if parts:
         keys = ("joint_false_trust", "joint_missed_failures", "joint_coverage")
         rows = [("per body part", *keys)]
-        rows += [(part, *(f"{pooled[f'{k}:{part}']['share']:.1%} ({pooled[f'{k}:{part}']['count']}/"
-                          f"{pooled[f'{k}:{part}']['of']})" for k in keys)) for part in parts]  # fmt: skip
+        rows += [(part, *(_share_text(pooled[f"{k}:{part}"]) for k in keys)) for part in parts]
         widths = [max(len(r[i]) for r in rows) for i in range(len(keys) + 1)]
         text += "\n" + "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
     return text
+
+
+def _share_text(p: dict) -> str:
+    """A pooled share ``{share, count, of}`` as ``12.5% (1/8)``."""
+    return f"{p['share']:.1%} ({p['count']}/{p['of']})"
 
 
 def _fmt(x) -> str:

@@ -99,14 +99,15 @@ def derive_motion(
     axis-angle, ``valid (N,)``, ``fps`` of the samples. Trajectories and events use the samples as
     they are; the HumanML3D features are computed at ``FEATURE_FPS`` (20), resampled if needed.
     ``joint_trusted (N, 17)`` bool, optional: the fit's per-joint trust (result ``fit/joint_trusted``,
-    COCO-17 order); with it, each event records the share of its frames whose torso is trusted and each
-    feature row the landmarks trusted at both of its samples (``DerivedMotion.root_trusted``,
-    ``feature_trusted``). Trust never changes the trajectories, events or features themselves.
+    COCO-17 order, false outside the valid frames); with it, each event records the share of its frames
+    whose torso is trusted and each feature row the landmarks trusted at both of its samples
+    (``DerivedMotion.root_trusted``, ``feature_trusted``). Trust never changes the trajectories, events
+    or features themselves.
     """
     J = smplx_joints_zup_to_hml(np.nan_to_num(joints_smplx_zup))
     R = R_ZUP_TO_YUP @ rotvec_to_matrix(np.nan_to_num(global_orient_zup))
     runs = [(a, b) for a, b in valid_runs(valid) if b - a >= MIN_RUN_FRAMES]
-    trusted = None if joint_trusted is None else np.asarray(joint_trusted, dtype=bool) & np.asarray(valid)[:, None]
+    trusted = None if joint_trusted is None else np.asarray(joint_trusted, dtype=bool)
     root = None if trusted is None else root_trusted(trusted)
     trajs, evs = [], []
     for k, (a, b) in enumerate(runs):
@@ -114,9 +115,8 @@ def derive_motion(
         trajs.append(tr)
         evs.append(extract_events(tr, fps, preset=preset, motion_id=f"{motion_id}:run{k}",
                                   root_trusted=None if root is None else root[a:b]))  # fmt: skip
-    time_s = [np.arange(a, b) / fps for a, b in runs]
-    tq = [feature_sample_times(t) for t in time_s]
-    clips = [J[a:b] if t is q else lerp(J[a:b], bracket(t, q)) for (a, b), t, q in zip(runs, time_s, tq, strict=True)]
+    resampled = [_at_feature_rate(J[a:b], np.arange(a, b) / fps) for a, b in runs]
+    clips, times = [c for c, _ in resampled], [t for _, t in resampled]
     long = [i for i, c in enumerate(clips) if len(c) >= MIN_RUN_FRAMES]
     computed = joints_to_hml263_batch([clips[i] for i in long], variant=variant) if long else []
     feats = [np.zeros((0, 263), np.float32) for _ in clips]
@@ -124,9 +124,8 @@ def derive_motion(
         feats[i] = f
     feature_trusted = None
     if trusted is not None:
-        feature_trusted = [feature_rows_trusted(trusted[a:b], t, q)
-                           for (a, b), t, q in zip(runs, time_s, tq, strict=True)]  # fmt: skip
-    return DerivedMotion(runs, trajs, evs, feats, [q[:-1] for q in tq], float(fps), root, feature_trusted)
+        feature_trusted = [feature_rows_trusted(trusted[a:b], np.arange(a, b) / fps) for a, b in runs]
+    return DerivedMotion(runs, trajs, evs, feats, [t[:-1] for t in times], float(fps), root, feature_trusted)
 
 
 def root_trusted(joint_trusted: np.ndarray) -> np.ndarray:
@@ -136,24 +135,21 @@ def root_trusted(joint_trusted: np.ndarray) -> np.ndarray:
     return np.asarray(joint_trusted, dtype=bool)[:, TORSO_COCO17].all(-1)
 
 
-def feature_sample_times(time_s: np.ndarray) -> np.ndarray:
-    """The times ``(T',)`` at which a run sampled at ``time_s (T,)`` (s) gets its HumanML3D features: the
-    samples themselves (the same array) at ``FEATURE_FPS``, the rate the features are defined at; a
-    ``FEATURE_FPS`` grid from the run's first sample otherwise (joints linearly resampled onto it)."""
+def _at_feature_rate(clip: np.ndarray, time_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A run of samples ``(T, ...)`` at times ``(T,)`` resampled (linearly) to ``FEATURE_FPS``, the rate
+    HumanML3D's features are defined at, and the new times; unchanged when it is already at that rate."""
     if len(time_s) < 2 or abs(1.0 / np.median(np.diff(time_s)) - FEATURE_FPS) < 1e-6:
-        return time_s
-    return np.arange(time_s[0], time_s[-1] + 1e-9, 1.0 / FEATURE_FPS)
+        return clip, time_s
+    tq = np.arange(time_s[0], time_s[-1] + 1e-9, 1.0 / FEATURE_FPS)
+    return lerp(clip, bracket(time_s, tq)), tq
 
 
-def feature_rows_trusted(trusted: np.ndarray, time_s: np.ndarray, feature_time_s: np.ndarray) -> np.ndarray:
-    """``(T' - 1, 17)`` bool: per feature row of a run, the landmarks trusted at both of the row's samples
-    (a HumanML3D row holds positions at one sample and velocities to the next). ``trusted (T, 17)`` at
-    the run's samples ``time_s (T,)``; ``feature_time_s (T',)`` from ``feature_sample_times``. A
-    resampled time is trusted where both fit samples it lies between are (or it falls on one that is)."""
-    if feature_time_s is time_s:
-        at = np.asarray(trusted, dtype=bool)
-    else:
-        at = lerp(np.asarray(trusted, dtype=np.float64), bracket(time_s, feature_time_s)) > 1.0 - 1e-9
+def feature_rows_trusted(trusted: np.ndarray, time_s: np.ndarray) -> np.ndarray:
+    """``(T' - 1, 17)`` bool: per HumanML3D feature row of a run, the landmarks trusted at both of the
+    row's samples (a row holds positions at one sample and velocities to the next). ``trusted (T, 17)``
+    at the run's samples ``time_s (T,)``, resampled as the joints are (``_at_feature_rate``): a resampled
+    time is trusted where both fit samples it lies between are (or it falls on one that is)."""
+    at = _at_feature_rate(np.asarray(trusted, dtype=np.float64), time_s)[0] > 1.0 - 1e-9
     return at[:-1] & at[1:]
 
 

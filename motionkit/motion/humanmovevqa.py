@@ -161,7 +161,7 @@ def export_take(result: TakeResult, *, frame: str = "person", camera: str | None
     else:  # results of older versions: the nearest take frame of each grid time
         take_frame = np.rint(result["time_s"] * TAKE_FPS).astype(int)
     active = result["cameras/active"][:, names.index(camera)] if camera and "cameras/active" in result.arrays else None
-    root = None if a["joint_trusted"] is None else root_trusted(a["joint_trusted"] & a["valid"][:, None])
+    root = None if a["joint_trusted"] is None else root_trusted(a["joint_trusted"])
     docs = []
     for k, (s, e) in enumerate(runs):
         motion_id = f"{take_name}_{camera}_run{k}" if camera else f"{take_name}_run{k}"

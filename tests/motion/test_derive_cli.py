@@ -119,19 +119,17 @@ def test_a_resampled_feature_row_is_trusted_where_both_fit_samples_around_its_ti
     """30 fps fit samples, landmark 9 untrusted at sample 30 (t = 1 s). Feature times (20 fps) 0.95 and
     1.05 s lie between trusted samples, 1.0 s falls on the untrusted one: rows 19 (0.95 -> 1.0 s) and 20
     (1.0 -> 1.05 s) lose landmark 9, nothing else changes."""
-    from motionkit.motion.derive import feature_rows_trusted, feature_sample_times
+    from motionkit.motion.derive import feature_rows_trusted
 
     t = np.arange(90) / 30.0
     trusted = np.ones((90, 17), bool)
     trusted[30, 9] = False
-    tq = feature_sample_times(t)
-    rows = feature_rows_trusted(trusted, t, tq)
-    expected = np.ones((len(tq) - 1, 17), bool)
+    rows = feature_rows_trusted(trusted, t)
+    expected = np.ones((59, 17), bool)  # 2.97 s of fit: feature times 0 .. 2.95 s, 59 rows
     expected[[19, 20], 9] = False
     np.testing.assert_array_equal(rows, expected)
     t20 = np.arange(40) / 20.0  # at the features' own rate the samples are the feature times
-    assert feature_sample_times(t20) is t20
-    rows = feature_rows_trusted(trusted[:40], t20, t20)
+    rows = feature_rows_trusted(trusted[:40], t20)
     expected = np.ones((39, 17), bool)
     expected[[29, 30], 9] = False
     np.testing.assert_array_equal(rows, expected)
