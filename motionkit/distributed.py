@@ -32,12 +32,12 @@ from pathlib import Path
 import torch
 
 from motionkit.batch_report import MANIFEST, RUNNING_DIR, write_batch_report
-from motionkit.body.quality import flag_shares, trust_by_part
+from motionkit.body.quality import flag_shares
 from motionkit.common import faults
 from motionkit.common.errors import DataError, one_line_warning
 from motionkit.common.files import write_json_atomic
 from motionkit.data.store import TakeResult, result_path
-from motionkit.pipeline import STAGES, PipelineConfig, TakeRun, reusable_result, run_take, run_takes
+from motionkit.pipeline import STAGES, PipelineConfig, TakeRun, reusable_result, run_take, run_takes, trusted_share
 
 EXECUTORS = ("local", "ray", "slurm")
 
@@ -98,7 +98,7 @@ def _result_facts(r: TakeResult) -> dict:
         "device": r.attrs.get("fit_device"),
         "coverage_video_time": None if cov is None else float(cov),
         "valid_samples": None if valid is None else int(valid.sum()),
-        "trusted_share": trust_by_part(r["fit/joint_trusted"], valid) if "fit/joint_trusted" in r.arrays else None,
+        "trusted_share": trusted_share(r),
         "flag_share": flag_shares(flags, valid) if flags and valid is not None else None,
     }
 

@@ -104,6 +104,9 @@ class BodyFitConfig:
     # of their COCO keypoint sigmas x the body's projected size (``SIDE_MARGIN_SIGMAS``: on a far or side-on
     # body both projections lie within the detector's noise, no contradiction then)
     second_pass_pairs: bool = True  # ... and then their left/right partners as well
+    second_pass_view_frac: float = 0.05  # ... and every observation of the frame's view whose kept ones lie
+    # farthest, on average more than this fraction of the body's projected size from it (a look-alike
+    # selected in that view: his keypoints sit within 30 px of a far body's, but all of them off; 0: off)
     symmetric_limbs: bool = (
         True  # each view's limb pair costs the cheaper of its two labellings (objective.robust_reprojection)
     )
@@ -556,6 +559,9 @@ def body_projection(ops: ModuleType, body: BodyModel, batch: ProblemBatch,
 SIDE_MARGIN_SIGMAS = np.where(np.isin(np.arange(17), np.ravel(COCO17_LIMB_LR_PAIRS)), COCO17_OKS_SIGMAS, 0.0)
 
 
+VIEW_TEST_MIN_KEPT = 3  # the view test judges views with at least this many kept observations
+
+
 def second_pass_drop(uv: torch.Tensor, kp: torch.Tensor, wt: torch.Tensor, cfg: BodyFitConfig) -> torch.Tensor:
     """``(P, M, V, 17)`` bool: the used observations (``wt > 0``) that disagree with the fitted body's
     projection ``uv``: farther than ``cfg.second_pass_px`` and than ``cfg.second_pass_sigmas`` x their
@@ -563,7 +569,11 @@ def second_pass_drop(uv: torch.Tensor, kp: torch.Tensor, wt: torch.Tensor, cfg: 
     the detector's noise grows with the body), or (``second_pass_sides``) nearer their
     left/right counterpart's projection than their own and, for the limb labels, farther from their
     own than ``second_pass_side_sigmas`` x their COCO keypoint sigma (``SIDE_MARGIN_SIGMAS``) x the
-    body's projected size, and then (``second_pass_pairs``) their partners."""
+    body's projected size, and then (``second_pass_pairs``) their partners; finally (``second_pass_view_frac``)
+    all of a view's observations in a frame where those still kept (``VIEW_TEST_MIN_KEPT`` or more) lie on
+    average farther than that fraction of the body's projected size from it, the farthest such view of a
+    frame only (the refit body judges the others): a look-alike selected in that view, whose keypoints
+    each sit within the fixed threshold of a far body's projection."""
     e = ((uv - kp) ** 2).sum(-1).sqrt()
     used = wt > 0
     size = ((uv.amax(-2) - uv.amin(-2)) ** 2).sum(-1).sqrt()[..., None]  # (P, M, V, 1) px
@@ -579,6 +589,13 @@ def second_pass_drop(uv: torch.Tensor, kp: torch.Tensor, wt: torch.Tensor, cfg: 
         if cfg.second_pass_pairs:  # a swap moves both labels of a pair: its partner goes too
             contradicted |= used & contradicted[..., flip]
         drop |= contradicted
+    if cfg.second_pass_view_frac:  # a view whose kept observations all sit off the body: another person
+        kept = used & ~drop
+        n_kept = kept.sum(-1)
+        mean_e = torch.where(kept, e, 0).sum(-1) / n_kept.clamp_min(1)
+        ratio = torch.where(n_kept >= VIEW_TEST_MIN_KEPT, mean_e / size[..., 0], 0.0).nan_to_num(0.0)  # (P, M, V)
+        worst = ratio >= ratio.amax(-1, keepdim=True)  # one view a frame per round: the next fit judges the rest
+        drop |= used & (worst & (ratio > cfg.second_pass_view_frac))[..., None]
     return drop
 
 

@@ -277,13 +277,15 @@ def selection_checks(res, visible: np.ndarray, detected: np.ndarray, person_id: 
 def _weight_checks(res, true_px: np.ndarray, kind: np.ndarray, person_id: np.ndarray) -> dict:
     """How the fit weighted the selected observations, against their truth: the share that keeps a
     weight among those more than 50 px from the true projection (should be small) and within 15 px
-    (should be large), and the share of camera-frames with left/right-swapped wearer keypoints whose
-    swapped pairs were undone (``association/swap``) or carry no weight."""
+    (should be large), the share of the observations of selections that are someone else that keep a
+    weight (the second pass's view test drops them), and the share of camera-frames with left/right-swapped
+    wearer keypoints whose swapped pairs were undone (``association/swap``) or carry no weight."""
     sel, wearer = _selected(res, person_id)
     dist = np.linalg.norm(res["association/keypoints"] - true_px, axis=-1)
     kept = res["fit/obs_weight"] > 0
     scored = sel[..., None] & np.isfinite(dist)
     far, near = scored & (dist > FAR_PX), scored & (dist < NEAR_PX)
+    other = (sel & ~wearer)[..., None] & np.isfinite(res["association/keypoints"]).all(-1)
     pair_of = np.full(17, -1)
     for p, (a, b) in enumerate(COCO17_LR_PAIRS):
         pair_of[a] = pair_of[b] = p
@@ -294,6 +296,7 @@ def _weight_checks(res, true_px: np.ndarray, kind: np.ndarray, person_id: np.nda
     counts = {
         "far_obs_keeping_weight": ((kept & far).sum(), far.sum()),
         "near_obs_keeping_weight": ((kept & near).sum(), near.sum()),
+        "other_person_obs_keeping_weight": ((kept & other).sum(), other.sum()),
         "swapped_camera_frames_handled": ((swapped.any(-1) & ~bad.any(-1)).sum(), swapped.any(-1).sum()),
     }
     return _shares(counts, "weight_check_counts")

@@ -2,7 +2,16 @@
 
 from motionkit.pipeline.config import PipelineConfig
 from motionkit.pipeline.fit_inputs import build_fit_inputs, selected_views
-from motionkit.pipeline.runner import TakeRun, is_complete, reusable_result, run_fit, run_fits, run_take, run_takes
+from motionkit.pipeline.runner import (
+    TakeRun,
+    is_complete,
+    reusable_result,
+    run_fit,
+    run_fits,
+    run_take,
+    run_takes,
+    trusted_share,
+)
 from motionkit.pipeline.stages import STAGES, StageContext
 
 __all__ = [
@@ -18,4 +27,5 @@ __all__ = [
     "run_take",
     "run_takes",
     "selected_views",
+    "trusted_share",
 ]

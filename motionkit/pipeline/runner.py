@@ -89,15 +89,19 @@ class TakeRun:
             "fit_kernels": r.attrs.get("fit_kernels"),
             "seconds_per_stage": {k: round(v, 3) for k, v in self.timings.items()},
             "coverage": float(np.mean(r["valid"])) if "valid" in r.arrays else None,
-            "trusted_share": (
-                trust_by_part(r["fit/joint_trusted"], r["valid"]) if "fit/joint_trusted" in r.arrays else None
-            ),
+            "trusted_share": trusted_share(r),
             "reprojection_px": float(np.nanmedian(r["reprojection/px"])) if "reprojection/px" in r.arrays else None,
             "pa_mpjpe_mm": float(r["eval/pa_mpjpe_mm"]) if "eval/pa_mpjpe_mm" in r.arrays else None,
             "mpjpe_world_mm": float(r["eval/mpjpe_world_mm"]) if "eval/mpjpe_world_mm" in r.arrays else None,
             "plots": self.plots,
             "info": {k: v for k, v in self.info.items() if k not in ("out_dir", "progress")},
         }
+
+
+def trusted_share(r: TakeResult) -> dict[str, float | None] | None:
+    """Per body part, the share of the valid frames' landmarks a result's fit trusts
+    (``body.quality.trust_by_part`` of ``fit/joint_trusted``); None for a result without per-joint trust."""
+    return trust_by_part(r["fit/joint_trusted"], r["valid"]) if "fit/joint_trusted" in r.arrays else None
 
 
 def run_take(

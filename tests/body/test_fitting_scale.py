@@ -116,14 +116,51 @@ def test_second_pass_threshold_grows_with_the_noise_of_a_near_body():
     sigma x the 1,040-px body diagonal is 56 px), an error on a far body's hips and on any body's eyes
     (their scaled thresholds, 11 and 13 px, are below the 30-px floor); at 25 px nothing goes."""
     wt = torch.ones(1, 1, 1, 17)
+    per_keypoint = BodyFitConfig(second_pass_sides=False, second_pass_view_frac=0.0)  # no view test
     for height, hips_kept in ((1000.0, True), (200.0, False)):
         uv = _person(height, 1, 1)
         for off, dropped in ((40.0, True), (25.0, False)):
             kp = uv + [off, 0.0]
             d = second_pass_drop(*(torch.as_tensor(x[None], dtype=torch.float64) for x in (uv, kp)), wt,
-                                 BodyFitConfig(second_pass_sides=False))[0, 0, 0]  # fmt: skip
+                                 per_keypoint)[0, 0, 0]  # fmt: skip
             assert bool(d[1]) == dropped and bool(d[2]) == dropped  # eyes: the 30-px floor
             assert bool(d[11]) == (dropped and not hips_kept) and bool(d[12]) == (dropped and not hips_kept)
-        fixed = BodyFitConfig(second_pass_sides=False, second_pass_sigmas=0.0)
+        fixed = BodyFitConfig(second_pass_sides=False, second_pass_sigmas=0.0, second_pass_view_frac=0.0)
         kp = uv + [40.0, 0.0]
         assert second_pass_drop(*(torch.as_tensor(x[None]) for x in (uv, kp)), wt, fixed).all()  # 30 px alone
+
+
+def test_second_pass_drops_a_view_whose_kept_observations_all_sit_off_a_far_body():
+    """A look-alike selected in one view of a far body (200 px): every keypoint 12 px from the wearer's
+    projection in a random direction, each within the 30-px floor, but 7.2 % of the 208-px body
+    diagonal on average (the test: 5 %): the whole view goes. The same offsets on a near body (1,000 px,
+    1.4 %) and the detector's few-pixel noise on the far one stay; a view with only two kept observations
+    is not judged. With two such views in a frame only the farther one goes in a round (the refit body
+    judges the other)."""
+    rng = np.random.default_rng(3)
+    direction = rng.normal(size=(17, 2))
+    offsets = 15.0 * direction / np.linalg.norm(direction, axis=-1, keepdims=True)
+    cfg = BodyFitConfig(second_pass_sides=False)
+
+    def drop(uv, kp, wt, c=cfg):
+        return second_pass_drop(*(torch.as_tensor(x, dtype=torch.float64) for x in (uv[None], kp[None], wt)), c)[0, 0]
+
+    far, near = _person(200.0, 1, 2), _person(1000.0, 1, 2)
+    wt = torch.ones(1, 1, 2, 17, dtype=torch.float64)
+    look_alike = far.copy()
+    look_alike[:, 1] += offsets
+    look_alike[:, 0] += 0.2 * offsets  # the wearer in view 0: 3 px of noise
+    d = drop(far, look_alike, wt)
+    assert d[1].all() and not d[0].any()
+    diagonal = float(np.linalg.norm(far[0, 0].max(0) - far[0, 0].min(0)))
+    assert diagonal == pytest.approx(208.0, abs=0.5)
+    assert BodyFitConfig().second_pass_view_frac * diagonal < 15.0 < BodyFitConfig().second_pass_px
+    assert not drop(near, near + offsets, wt).any()  # a near body: within its noise
+    two = look_alike.copy()
+    two[:, 0] = far[:, 0] + 0.9 * offsets
+    d = drop(far, two, wt)
+    assert d[1].all() and not d[0].any()
+    few = wt.clone()
+    few[..., 1, 2:] = 0.0  # view 1 uses two keypoints only
+    assert not drop(far, look_alike, few).any()
+    assert not drop(far, look_alike, wt, BodyFitConfig(second_pass_sides=False, second_pass_view_frac=0.0)).any()

@@ -1,7 +1,17 @@
 import numpy as np
 import pytest
 
-from motionkit.eval.synthetic_report import format_difficulty, pooled_checks, selection_checks, world_offset_mm
+from motionkit.data.store import TakeResult
+from motionkit.eval.synthetic_report import (
+    _weight_checks,
+    format_difficulty,
+    pooled_checks,
+    selection_checks,
+    trust_checks,
+    truth_at_samples,
+    world_offset_mm,
+)
+from motionkit.synthetic.scene import OBS_CLEAN
 
 
 def test_pooled_checks_count_every_observation_once():
@@ -33,10 +43,25 @@ def test_selection_checks_count_misses_bystanders_and_junk():
     assert pooled["far_obs_keeping_weight"]["of"] == 10
 
 
-def test_trust_checks_count_what_they_say():
-    from motionkit.data.store import TakeResult
-    from motionkit.eval.synthetic_report import trust_checks
+def test_weight_checks_count_the_weight_left_to_someone_else():
+    """2 grid frames x 2 views, 17 keypoints each: the wearer everywhere but frame 1 view 1 (a bystander),
+    every keypoint 5 px from the truth. The bystander's view keeps weight at 3 keypoints, one of them NaN
+    (not an observation): 2 of its 16 observations keep a weight."""
+    person_id = np.array([0, 0, 0, 1])
+    det_index = np.array([[0, 1], [2, 3]])
+    true_px = np.zeros((2, 2, 17, 2))
+    kp = true_px + [3.0, 4.0]
+    kp[1, 1, 0] = np.nan
+    w = np.ones((2, 2, 17))
+    w[1, 1, 3:] = 0.0
+    res = TakeResult(arrays={"association/det_index": det_index, "association/keypoints": kp, "fit/obs_weight": w})
+    out = _weight_checks(res, true_px, np.full((2, 2, 17), OBS_CLEAN), person_id)
+    assert out["weight_check_counts"]["other_person_obs_keeping_weight"] == [2, 16]
+    near = out["weight_check_counts"]["near_obs_keeping_weight"]
+    assert near == [53, 67]  # 3 x 17 of the wearer's, 2 of the bystander's
 
+
+def test_trust_checks_count_what_they_say():
     rng = np.random.default_rng(0)
     M = 40
     truth = rng.normal(0, 0.3, (M, 17, 3))
@@ -87,8 +112,6 @@ def test_trust_checks_count_what_they_say():
 def test_truth_at_samples_reads_the_truth_at_the_fit_sample_times():
     """At 20 fps every other sample falls half-way between two 30 fps frames: the truth there is the
     mean of the two (a wrist at 3 m/s is 50 mm from either), not the nearest frame's."""
-    from motionkit.eval.synthetic_report import truth_at_samples
-
     t30 = np.arange(31) / 30.0
     truth = np.stack([3.0 * t30, np.zeros(31), np.ones(31)], -1)[:, None]  # (31, 1, 3): 3 m/s along x
     pos = np.arange(21) * 1.5  # grid/frame_pos of a 20 fps grid
