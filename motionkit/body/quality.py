@@ -56,6 +56,13 @@ def _supporting(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:
     return np.nan_to_num(obs_weight) > cfg.support_weight
 
 
+def dropped_views(input_weight: np.ndarray, obs_weight: np.ndarray) -> np.ndarray:
+    """``(M, V)`` bool: the views whose every observation the fit dropped, from the weights it was given
+    ``input_weight (M, V, 17)`` and its final ones ``obs_weight (M, V, 17)``: views with a weighted
+    observation that end with none (the second pass's view test, or all of a view's keypoints off)."""
+    return (np.nan_to_num(input_weight) > 0).any(-1) & ~(np.nan_to_num(obs_weight) > 0).any(-1)
+
+
 def joint_support(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:
     """``(M, 17)`` views whose observation of each landmark supports the fit, from ``obs_weight (M, V, 17)``."""
     return _supporting(obs_weight, cfg).sum(1).astype(np.int16)

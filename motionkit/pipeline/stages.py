@@ -29,6 +29,7 @@ from motionkit.body.fitting import (
 )
 from motionkit.body.model import BodyModel
 from motionkit.body.quality import (
+    dropped_views,
     joint_support,
     joint_trusted,
     quality_flags,
@@ -363,6 +364,7 @@ def stage_fit(ctx: StageContext) -> None:
     trusted = joint_trusted(support, valid, fps, trust)
     r.put("flags", quality_flags(out.joints, valid, n_views, fps, r["aria/position"], FACE_KEYPOINTS, out.reproj_px,
                                  trusted))  # fmt: skip
+    views_dropped = int(dropped_views(inp.weights, out.obs_weight).sum())
     seen = np.where(valid[:, None], out.reproj_px, np.nan)
     n_seen = np.isfinite(seen).sum(axis=0)
     per_view = np.where(n_seen > 0, np.nansum(seen, axis=0) / np.maximum(n_seen, 1), np.nan)  # NaN: never valid
@@ -383,6 +385,7 @@ def stage_fit(ctx: StageContext) -> None:
         second_pass_px=bcfg.second_pass_px,
         second_pass_sigmas=bcfg.second_pass_sigmas,
         second_pass_dropped=int(out.n_dropped),
+        second_pass_views_dropped=views_dropped,
         cameras_refined=out.camera_refinement is not None,
     )
     used = int((inp.weights > 0).sum())
@@ -390,7 +393,8 @@ def stage_fit(ctx: StageContext) -> None:
     ctx.info["fit"] = (
         f"on {device} ({kernels} operators); {valid.mean():.1%} of frames valid; "
         f"reprojection {np.nanmedian(out.reproj_px):.1f} px "
-        f"(median); second pass dropped {out.n_dropped} of {used} observations; "
+        f"(median); second pass dropped {out.n_dropped} of {used} observations "
+        f"({views_dropped} whole views); "
         + (
             f"cameras moved {np.round(ref.rotation_deg, 2).tolist()} deg, "
             f"{np.round(ref.translation_m * 100, 1).tolist()} cm; "

@@ -3,6 +3,7 @@ import pytest
 
 from motionkit.body.quality import (
     TrustConfig,
+    dropped_views,
     flag_shares,
     joint_support,
     joint_trusted,
@@ -154,3 +155,21 @@ def test_trust_by_part_and_flag_shares_count_valid_frames_only():
     assert flag_shares(flags, valid) == {"OCCLUDED": pytest.approx(1 / 3), "STATIC": pytest.approx(1 / 3),
                                          "any": pytest.approx(1 / 3)}  # fmt: skip
     assert trust_by_part(trusted, np.zeros(4, bool))["legs"] is None
+
+
+def test_dropped_views_are_the_views_that_lose_every_weighted_observation():
+    """3 frames x 3 views. Frame 0: view 0 loses all its observations (dropped), view 1 loses one of two
+    (kept), view 2 was never given any (not dropped). Frame 1: nothing lost. Frame 2: view 2 loses its
+    one weighted observation; a NaN final weight counts as none."""
+    given = np.zeros((3, 3, 17))
+    given[0, 0, :10] = 1.0
+    given[0, 1, :2] = 0.5
+    given[1, :2, :] = 1.0
+    given[2, 2, 4] = 0.2
+    final = given.copy()
+    final[0, 0] = 0.0
+    final[0, 1, 0] = 0.0
+    final[2, 2, 4] = np.nan
+    expected = np.zeros((3, 3), bool)
+    expected[0, 0] = expected[2, 2] = True
+    np.testing.assert_array_equal(dropped_views(given, final), expected)
