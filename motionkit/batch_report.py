@@ -158,7 +158,9 @@ def _counts_for_coverage(rec: dict) -> bool:
 def _trust(latest: dict[str, dict], root: str | Path | None) -> dict:
     """For all takes and, given the dataset ``root``, per split and scenario: the share of the valid
     frames' landmarks of each body part that the fits trust and the share of valid frames each flag
-    marks, pooled over the takes that report them (each weighted by its valid samples)."""
+    marks, pooled over the takes that report them (each weighted by its valid samples), and the share
+    of the camera-frames with the wearer selected that the fits dropped whole (another person selected
+    there, mostly: docs/pipeline.md, "Second pass"), pooled over the camera-frames."""
 
     def reports_trust(rec: dict) -> bool:
         return (
@@ -183,8 +185,16 @@ def _trust(latest: dict[str, dict], root: str | Path | None) -> dict:
             "valid_samples": int(w.sum()),
             "trusted_share": {p: pooled([r["trusted_share"].get(p) for r in recs]) for p in parts},
             "flag_share": {f: pooled([(r.get("flag_share") or {}).get(f) for r in recs]) for f in flags},
+            "views_dropped_share": _views_dropped_share(recs),
         }
     return out
+
+
+def _views_dropped_share(recs: list[dict]) -> float | None:
+    """Camera-frames dropped whole over those with a selection, summed over the records that give both."""
+    pairs = [(r["views_dropped"], r["views_selected"]) for r in recs
+             if r.get("views_dropped") is not None and r.get("views_selected")]  # fmt: skip
+    return sum(d for d, _ in pairs) / sum(n for _, n in pairs) if pairs else None
 
 
 def report_markdown(rep: dict) -> str:
@@ -221,9 +231,11 @@ def report_markdown(rep: dict) -> str:
         parts = ("torso", "arms", "legs", "face")
         lines += ["", "## What the fits trust (valid frames)", "",
                   "Landmarks trusted per body part; frames marked by any quality flag (but STATIC) and by "
-                  "OCCLUDED (docs/result_file.md, \"Which frames and joints to trust\").", "",
-                  "| split / scenario | " + " | ".join(parts) + " | flagged | OCCLUDED | valid samples | takes |",
-                  "|---|" + "---:|" * (len(parts) + 4)]  # fmt: skip
+                  "OCCLUDED (docs/result_file.md, \"Which frames and joints to trust\"); selected views the fits "
+                  "dropped whole (mostly another person selected: docs/pipeline.md, \"Second pass\").", "",
+                  "| split / scenario | " + " | ".join(parts)
+                  + " | flagged | OCCLUDED | views dropped | valid samples | takes |",
+                  "|---|" + "---:|" * (len(parts) + 5)]  # fmt: skip
 
         def pct(x) -> str:
             return "n/a" if x is None else f"{100 * x:.1f} %"
@@ -231,6 +243,7 @@ def report_markdown(rep: dict) -> str:
         for key, t in rep["trust"].items():
             cells = [pct(t["trusted_share"].get(p)) for p in parts]
             cells += [pct(t["flag_share"].get("any")), pct(t["flag_share"].get("OCCLUDED"))]
+            cells += [pct(t.get("views_dropped_share"))]
             lines.append(f"| {key} | " + " | ".join(cells) + f" | {t['valid_samples']} | {t['n_takes']} |")
     return "\n".join(lines) + "\n"
 
