@@ -62,7 +62,7 @@ from motionkit.geometry.refine import CameraRefinement
 from motionkit.geometry.rotations import invert_transform
 from motionkit.geometry.swaps import swap_bits
 from motionkit.geometry.triangulation import prune_far_cameras, triangulate, view_outliers
-from motionkit.motion.derive import FEATURE_FPS, derive_motion
+from motionkit.motion.derive import FEATURE_FPS, derive_motion, event_counts
 from motionkit.pipeline.config import PipelineConfig
 from motionkit.pipeline.fit_inputs import build_fit_inputs, observed_views, selected_views
 
@@ -438,7 +438,7 @@ def stage_motion(ctx: StageContext) -> None:
     groups = d.to_result_arrays(len(r["valid"]))
     for g, arrays in groups.items():
         r.put(g, arrays, **(d.feature_attrs() if g == "features" else {}))
-    n_ev = sum(1 for es in d.events for e in es.events if e.qa_eligible)
+    n_ev = event_counts(d)[1]  # QA-eligible events
     ctx.info["motion"] = (
         f"{len(d.runs)} run(s); {n_ev} QA-eligible events; {sum(len(f) for f in d.features)} x 263 features"
         + (f" (resampled from {d.source_fps:g} to {FEATURE_FPS:g} fps)" if d.source_fps != FEATURE_FPS else "")
