@@ -159,8 +159,8 @@ def _trust(latest: dict[str, dict], root: str | Path | None) -> dict:
     """For all takes and, given the dataset ``root``, per split and scenario: the share of the valid
     frames' landmarks of each body part that the fits trust and the share of valid frames each flag
     marks, pooled over the takes that report them (each weighted by its valid samples), and the share
-    of the camera-frames with the wearer selected that the fits dropped whole (another person selected
-    there, mostly: docs/pipeline.md, "Second pass"), pooled over the camera-frames."""
+    of the camera-frames the fits were given a weighted observation in that they dropped whole (another
+    person selected there, mostly: docs/pipeline.md, "Second pass"), pooled over the camera-frames."""
 
     def reports_trust(rec: dict) -> bool:
         return (
@@ -191,9 +191,11 @@ def _trust(latest: dict[str, dict], root: str | Path | None) -> dict:
 
 
 def _views_dropped_share(recs: list[dict]) -> float | None:
-    """Camera-frames dropped whole over those with a selection, summed over the records that give both."""
-    pairs = [(r["views_dropped"], r["views_selected"]) for r in recs
-             if r.get("views_dropped") is not None and r.get("views_selected")]  # fmt: skip
+    """Camera-frames dropped whole over those given a weighted observation (``views_weighted``; 0.12.0's
+    manifests have ``views_selected``, every camera-frame with a selection), summed over the records
+    that give both."""
+    pairs = [(r["views_dropped"], r.get("views_weighted") or r.get("views_selected")) for r in recs]
+    pairs = [(d, n) for d, n in pairs if d is not None and n]
     return sum(d for d, _ in pairs) / sum(n for _, n in pairs) if pairs else None
 
 
@@ -231,8 +233,8 @@ def report_markdown(rep: dict) -> str:
         parts = ("torso", "arms", "legs", "face")
         lines += ["", "## What the fits trust (valid frames)", "",
                   "Landmarks trusted per body part; frames marked by any quality flag (but STATIC) and by "
-                  "OCCLUDED (docs/result_file.md, \"Which frames and joints to trust\"); selected views the fits "
-                  "dropped whole (mostly another person selected: docs/pipeline.md, \"Second pass\").", "",
+                  "OCCLUDED (docs/result_file.md, \"Which frames and joints to trust\"); views given weight that "
+                  "the fits dropped whole (mostly another person selected: docs/pipeline.md, \"Second pass\").", "",
                   "| split / scenario | " + " | ".join(parts)
                   + " | flagged | OCCLUDED | views dropped | valid samples | takes |",
                   "|---|" + "---:|" * (len(parts) + 5)]  # fmt: skip

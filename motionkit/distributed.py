@@ -90,9 +90,9 @@ def _run_facts(run: TakeRun) -> dict:
 def _result_facts(r: TakeResult) -> dict:
     """What the batch report reads from a take's result: the fit's device, its coverage of the video
     time, its valid samples, the share of each body part's landmarks it trusts in them and the share of
-    them each flag marks (``body.quality.trust_by_part``, ``flag_shares``), and the camera-frames with
-    the wearer selected and those of them the fit dropped whole (``second_pass_views_dropped``; None for
-    what it lacks)."""
+    them each flag marks (``body.quality.trust_by_part``, ``flag_shares``), and the camera-frames the fit
+    was given a weighted observation in and those of them it dropped whole (``fit`` attrs
+    ``views_weighted``, ``second_pass_views_dropped``; None for what it lacks)."""
     cov = r["eval/coverage_video_time"] if "eval/coverage_video_time" in r.arrays else None
     valid = r["valid"].astype(bool) if "valid" in r.arrays else None
     flags = r.group("flags")
@@ -102,7 +102,7 @@ def _result_facts(r: TakeResult) -> dict:
         "valid_samples": None if valid is None else int(valid.sum()),
         "trusted_share": trusted_share(r),
         "flag_share": flag_shares(flags, valid) if flags and valid is not None else None,
-        "views_selected": int((r["association/det_index"] >= 0).sum()) if "association/det_index" in r.arrays else None,
+        "views_weighted": r.group_attrs.get("fit", {}).get("views_weighted"),
         "views_dropped": r.group_attrs.get("fit", {}).get("second_pass_views_dropped"),
     }
 

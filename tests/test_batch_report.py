@@ -41,13 +41,13 @@ def test_report_counts_outcomes_stages_overhead_running_and_pending(tmp_path):
 def test_trust_is_pooled_over_takes_by_their_valid_samples(tmp_path):
     """Two takes with 100 and 300 valid samples trusting 90 % and 50 % of their legs: 60 % pooled; a take
     without per-joint trust (an older fit) and a failed take do not count; the Markdown table shows it.
-    Their fits dropped 10 of 400 and 5 of 1,100 selected views whole: 1 % pooled (1.5 % averaged by take)."""
+    Their fits dropped 10 of 400 and 5 of 1,100 weighted views whole: 1 % pooled (1.5 % averaged by take)."""
     done = {"status": "done", "host": "n1", "pid": 1, "stage_seconds": {"fit": 1.0}, "duration_s": 1.0}
     _write(tmp_path, [
         {"take": "a", **done, "valid_samples": 100, "trusted_share": {"torso": 1.0, "legs": 0.9},
-         "flag_share": {"OCCLUDED": 0.2, "any": 0.4}, "views_selected": 400, "views_dropped": 10},
+         "flag_share": {"OCCLUDED": 0.2, "any": 0.4}, "views_weighted": 400, "views_dropped": 10},
         {"take": "b", **done, "valid_samples": 300, "trusted_share": {"torso": 1.0, "legs": 0.5},
-         "flag_share": {"OCCLUDED": 0.0, "any": 0.0}, "views_selected": 1100, "views_dropped": 5},
+         "flag_share": {"OCCLUDED": 0.0, "any": 0.0}, "views_selected": 1100, "views_dropped": 5},  # a 0.12.0 record
         {"take": "c", **done, "valid_samples": 50, "trusted_share": None, "flag_share": None},
         {"take": "d", "status": "failed", "reason": "DataError: x", "error": "x", "valid_samples": 10,
          "trusted_share": {"legs": 0.0}},

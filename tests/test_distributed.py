@@ -81,7 +81,8 @@ def test_executors_finish_good_takes_and_record_the_bad_one(six_takes, tmp_path,
         assert rec["valid_samples"] == valid.sum()
         assert rec["trusted_share"]["legs"] == pytest.approx(trusted[valid][:, 13:].mean())
         assert rec["flag_share"]["OCCLUDED"] == pytest.approx(res["flags/OCCLUDED"][valid].mean())
-        assert rec["views_selected"] == (res["association/det_index"] >= 0).sum()
+        # the views given weight are those that keep some and those dropped whole
+        assert rec["views_weighted"] == (res["fit/obs_weight"] > 0).any(-1).sum() + rec["views_dropped"]
         assert rec["views_dropped"] == res.group_attrs["fit"]["second_pass_views_dropped"]
 
 

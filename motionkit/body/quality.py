@@ -51,42 +51,41 @@ class TrustConfig:
     max_gap_travel_m: float = 0.8
 
 
-def _supporting(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:
-    """``(M, V, 17)`` bool: observations whose final fit weight ``obs_weight`` is above ``cfg.support_weight``."""
-    return np.nan_to_num(obs_weight) > cfg.support_weight
+@dataclass(frozen=True)
+class ObservationSupport:
+    """What the fit's final observation weights support (``observation_support``), for ``M`` frames and
+    ``V`` views: ``joint (M, 17)`` int16 views whose observation of each landmark supports the fit
+    (``fit/joint_support``); ``cameras (M, V)`` bool views that support the frame (``cfg.view_landmarks``
+    or more supported landmarks); ``n_views (M,)`` their number; ``n_seeing (M,)`` views with
+    ``cfg.seen_view_landmarks`` or more (fewer than a supporting view needs: ``valid_frames``'
+    ``n_seen_views``)."""
+
+    joint: np.ndarray
+    cameras: np.ndarray
+    n_views: np.ndarray
+    n_seeing: np.ndarray
+
+
+def observation_support(obs_weight: np.ndarray, cfg: TrustConfig) -> ObservationSupport:
+    """Support of the fit by ``obs_weight (M, V, 17)`` (final fit weights, ``fit/obs_weight``): an
+    observation supports its landmark when its weight is above ``cfg.support_weight``."""
+    supporting = np.nan_to_num(obs_weight) > cfg.support_weight  # (M, V, 17)
+    landmarks = supporting.sum(-1)  # (M, V)
+    cameras = landmarks >= cfg.view_landmarks
+    return ObservationSupport(joint=supporting.sum(1).astype(np.int16), cameras=cameras, n_views=cameras.sum(-1),
+                              n_seeing=(landmarks >= cfg.seen_view_landmarks).sum(-1))  # fmt: skip
+
+
+def weighted_views(weight: np.ndarray) -> np.ndarray:
+    """``(M, V)`` bool: the views with an observation of weight above 0 in ``weight (M, V, 17)``."""
+    return (np.nan_to_num(weight) > 0).any(-1)
 
 
 def dropped_views(input_weight: np.ndarray, obs_weight: np.ndarray) -> np.ndarray:
     """``(M, V)`` bool: the views whose every observation the fit dropped, from the weights it was given
     ``input_weight (M, V, 17)`` and its final ones ``obs_weight (M, V, 17)``: views with a weighted
     observation that end with none (the second pass's view test, or all of a view's keypoints off)."""
-    return (np.nan_to_num(input_weight) > 0).any(-1) & ~(np.nan_to_num(obs_weight) > 0).any(-1)
-
-
-def joint_support(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:
-    """``(M, 17)`` views whose observation of each landmark supports the fit, from ``obs_weight (M, V, 17)``."""
-    return _supporting(obs_weight, cfg).sum(1).astype(np.int16)
-
-
-def supported_landmarks(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:
-    """``(M, V)`` landmarks each view supports (``obs_weight (M, V, 17)`` above ``cfg.support_weight``)."""
-    return _supporting(obs_weight, cfg).sum(-1)
-
-
-def supporting_cameras(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:
-    """``(M, V)`` bool: the view supports the frame, with ``cfg.view_landmarks`` or more supported landmarks."""
-    return supported_landmarks(obs_weight, cfg) >= cfg.view_landmarks
-
-
-def supporting_views(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:
-    """``(M,)`` views that support the frame (``supporting_cameras``)."""
-    return supporting_cameras(obs_weight, cfg).sum(-1)
-
-
-def seeing_views(obs_weight: np.ndarray, cfg: TrustConfig) -> np.ndarray:
-    """``(M,)`` views that see the frame with ``cfg.seen_view_landmarks`` or more supported landmarks
-    (fewer than a supporting view needs: ``valid_frames``' ``n_seen_views``)."""
-    return (supported_landmarks(obs_weight, cfg) >= cfg.seen_view_landmarks).sum(-1)
+    return weighted_views(input_weight) & ~weighted_views(obs_weight)
 
 
 def joint_trusted(support: np.ndarray, valid: np.ndarray, fps: float, cfg: TrustConfig) -> np.ndarray:
@@ -113,12 +112,12 @@ def _covered(spans: np.ndarray, M: int) -> np.ndarray:
 
 def valid_frames(n_views: np.ndarray, fps: float, cfg: TrustConfig, n_seen_views: np.ndarray | None = None,
                  positions: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
-    """``(M,)`` bool: frames seen by >= 2 views (``n_views (M,)``, ``supporting_views``) in runs of at least
+    """``(M,)`` bool: frames seen by >= 2 views (``n_views (M,)``, ``ObservationSupport.n_views``) in runs of at least
     ``cfg.min_seen_run_s`` (one sample at the least: a lone frame that two views support amid frames that
     one supports is no evidence), plus gaps of at most ``cfg.max_gap_s`` between such runs. With
     ``positions (M, 3)`` (the fitted pelvis, metres) a gap is bridged only where the body moves at most
     ``cfg.max_gap_travel_m`` between the runs' frames on either side of it. With ``n_seen_views (M,)``
-    (``seeing_views``: views with the weaker ``cfg.seen_view_landmarks``), frames that two of them see,
+    (``ObservationSupport.n_seeing``: views with the weaker ``cfg.seen_view_landmarks``), frames that two of them see,
     in runs as long, are valid as well, but anchor no bridge over a gap."""
     runs = _long_runs(np.asarray(n_views) >= 2, fps, cfg.min_seen_run_s)
     gaps = np.c_[runs[:-1, 1], runs[1:, 0]]  # between consecutive kept runs
@@ -137,7 +136,7 @@ def quality_flags(joints, valid, n_views, fps, cpf, names, reproj_px=None, trust
     joints after 5-tap smoothing; speeds in physical units, so the rules do not depend on the rate.
 
     ``joints (M, 55 + K, 3)`` world metres with ``K`` vertex keypoints named ``names`` (must include
-    the eyes), ``valid (M,)``, ``n_views (M,)`` views that support the frame (``supporting_views``),
+    the eyes), ``valid (M,)``, ``n_views (M,)`` views that support the frame (``ObservationSupport.n_views``),
     ``cpf (M, 3)`` Aria head anchor, ``reproj_px (M, V)`` mean reprojection error per view (NaN where
     unused), ``trusted (M, 17)`` per-joint trust (``joint_trusted``). Flags: ``FEW_CAMS`` (< 3 views),
     ``FAST_JOINT`` (a joint faster than 5 m/s), ``HIGH_ACCEL`` (above

@@ -54,7 +54,7 @@ def camera_distance_m(camera_centers: np.ndarray, body_position: np.ndarray, sup
     """Median distance (m) from each camera to the body where it supports the fit.
 
     ``camera_centers (V, 3)`` world metres, ``body_position (M, 3)`` (the pelvis, world metres),
-    ``supporting (M, V)`` bool: the camera supports frame ``m`` (``body.quality.supporting_cameras``).
+    ``supporting (M, V)`` bool: the camera supports frame ``m`` (``body.quality.ObservationSupport.cameras``).
     NaN when no camera supports any frame."""
     dist = np.linalg.norm(body_position[:, None] - camera_centers[None], axis=-1)  # (M, V)
     picked = dist[np.asarray(supporting, bool) & np.isfinite(dist)]

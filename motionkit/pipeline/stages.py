@@ -30,12 +30,11 @@ from motionkit.body.fitting import (
 from motionkit.body.model import BodyModel
 from motionkit.body.quality import (
     dropped_views,
-    joint_support,
     joint_trusted,
+    observation_support,
     quality_flags,
-    seeing_views,
-    supporting_cameras,
     valid_frames,
+    weighted_views,
 )
 from motionkit.body.world_anchor import aria_world_shift, camera_distance_m, shifted_cameras
 from motionkit.common.device import resolve_device
@@ -335,13 +334,12 @@ def stage_fit(ctx: StageContext) -> None:
     r.attrs["fit_device"] = str(device)  # provenance: where and on which operators the fit ran
     r.attrs["fit_kernels"] = kernels
     trust = ctx.config.trust
-    support = joint_support(out.obs_weight, trust)
-    supporting = supporting_cameras(out.obs_weight, trust)  # (M, V)
-    n_views = supporting.sum(-1)
+    support = observation_support(out.obs_weight, trust)
+    n_views = support.n_views
     M = len(out.transl)
-    valid = valid_frames(n_views, fps, trust, seeing_views(out.obs_weight, trust), positions=out.joints[:, 0])
+    valid = valid_frames(n_views, fps, trust, support.n_seeing, positions=out.joints[:, 0])
     cameras = _camera_arrays(out.camera_refinement, inp.T_cam_world)
-    shift, distance = _world_shift(r, out, cameras["T_cam_world"], valid, supporting, ctx.config)
+    shift, distance = _world_shift(r, out, cameras["T_cam_world"], valid, support.cameras, ctx.config)
     out = dataclasses.replace(out, transl=out.transl + shift, joints=out.joints + shift)
     cameras["T_cam_world"] = shifted_cameras(cameras["T_cam_world"], shift)
     J = out.joints.copy()
@@ -361,10 +359,11 @@ def stage_fit(ctx: StageContext) -> None:
     r.put("joints", {"coco17": J[:, rows], "smplx": J[:, :55]})
     r.arrays["time_s"] = r["grid/time_s"]
     r.arrays["valid"] = valid
-    trusted = joint_trusted(support, valid, fps, trust)
+    trusted = joint_trusted(support.joint, valid, fps, trust)
     r.put("flags", quality_flags(out.joints, valid, n_views, fps, r["aria/position"], FACE_KEYPOINTS, out.reproj_px,
                                  trusted))  # fmt: skip
     views_dropped = int(dropped_views(inp.weights, out.obs_weight).sum())
+    views_weighted = int(weighted_views(inp.weights).sum())
     seen = np.where(valid[:, None], out.reproj_px, np.nan)
     n_seen = np.isfinite(seen).sum(axis=0)
     per_view = np.where(n_seen > 0, np.nansum(seen, axis=0) / np.maximum(n_seen, 1), np.nan)  # NaN: never valid
@@ -373,7 +372,7 @@ def stage_fit(ctx: StageContext) -> None:
         "fit",
         {
             "obs_weight": out.obs_weight.astype(np.float32),
-            "joint_support": support,
+            "joint_support": support.joint,
             "joint_trusted": trusted,
             "supporting_views": n_views.astype(np.int16),
             "coco17_all": out.joints[:, rows].astype(np.float32),
@@ -386,6 +385,7 @@ def stage_fit(ctx: StageContext) -> None:
         second_pass_sigmas=bcfg.second_pass_sigmas,
         second_pass_dropped=int(out.n_dropped),
         second_pass_views_dropped=views_dropped,
+        views_weighted=views_weighted,
         cameras_refined=out.camera_refinement is not None,
     )
     used = int((inp.weights > 0).sum())

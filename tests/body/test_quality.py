@@ -5,11 +5,9 @@ from motionkit.body.quality import (
     TrustConfig,
     dropped_views,
     flag_shares,
-    joint_support,
     joint_trusted,
+    observation_support,
     quality_flags,
-    seeing_views,
-    supporting_views,
     trust_by_part,
     valid_frames,
 )
@@ -95,13 +93,15 @@ def test_frames_two_views_see_with_fewer_landmarks_are_valid_but_bridge_no_gap()
     np.testing.assert_array_equal(valid_frames(n_views, 20.0, cfg, n_seen), expected)
 
 
-def test_seeing_views_count_views_with_the_weaker_landmark_threshold():
+def test_observation_support_counts_seeing_views_with_the_weaker_landmark_threshold():
     cfg = TrustConfig(support_weight=0.02, view_landmarks=8, seen_view_landmarks=7)
     w = np.zeros((2, 3, 17))
     w[0, 0, :8] = w[0, 1, :7] = w[0, 2, :6] = 0.5
     w[1, :, :7] = 0.01  # below the support weight: no landmark counts
-    np.testing.assert_array_equal(supporting_views(w, cfg), [1, 0])
-    np.testing.assert_array_equal(seeing_views(w, cfg), [2, 0])
+    support = observation_support(w, cfg)
+    np.testing.assert_array_equal(support.n_views, [1, 0])
+    np.testing.assert_array_equal(support.n_seeing, [2, 0])
+    np.testing.assert_array_equal(support.cameras, [[True, False, False], [False, False, False]])
 
 
 def test_support_counts_views_whose_weight_is_kept():
@@ -112,11 +112,14 @@ def test_support_counts_views_whose_weight_is_kept():
     w[1, 1, :8] = 0.5  # a second view sees 8 landmarks: it still supports the frame
     w[1, 2, :7] = 0.5  # a third sees 7: it does not
     w[2, :, :] = 0.01  # weights of guessed keypoints: too small to support anything
-    sup = joint_support(w, cfg)
+    support = observation_support(w, cfg)
+    sup = support.joint
+    assert sup.dtype == np.int16
     np.testing.assert_array_equal(sup[0], np.full(17, 3))
     np.testing.assert_array_equal(sup[1], np.r_[np.full(7, 3), 2, np.ones(9)])
     np.testing.assert_array_equal(sup[2], np.zeros(17))
-    np.testing.assert_array_equal(supporting_views(w, cfg), [3, 2, 0])
+    np.testing.assert_array_equal(support.n_views, [3, 2, 0])
+    np.testing.assert_array_equal(support.cameras[1], [True, True, False, False])
 
 
 def test_a_joint_is_trusted_where_two_views_support_it_steadily():

@@ -138,7 +138,11 @@ def test_observation_weights_follow_the_truth(default_root, fitted):
         assert r.group_attrs["fit"]["second_pass_dropped"] > 0
         # whole views dropped are camera-frames left without a weight though the wearer was selected there
         unweighted = int(((r["association/det_index"] >= 0) & ~(w > 0).any(-1)).sum())
-        assert 0 <= r.group_attrs["fit"]["second_pass_views_dropped"] <= unweighted
+        dropped = r.group_attrs["fit"]["second_pass_views_dropped"]
+        assert 0 <= dropped <= unweighted
+        # ... and the views the fit was given weight in are those that keep some and those dropped whole
+        assert r.group_attrs["fit"]["views_weighted"] == (w > 0).any(-1).sum() + dropped
+        assert r.group_attrs["fit"]["views_weighted"] <= (r["association/det_index"] >= 0).sum()
         d = take_difficulty(default_root, r.attrs["take_uid"], out)
         # measured far 6.5 % / 1.9 %, near 92.3 % / 94.7 % (the side check of the second pass and its pair rule drop
         # some right ones where left and right are close together), swaps handled 94 % / 97 %. "Far" is 50 px from
