@@ -280,7 +280,8 @@ def _weight_checks(res, true_px: np.ndarray, kind: np.ndarray, person_id: np.nda
     (should be large), the share of the observations of selections that are someone else that keep a
     weight (the second pass's view test drops them; all of their finite keypoints, whether or not the
     wearer's true projection is defined there: he is often out of that view), and the share of
-    camera-frames with left/right-swapped wearer keypoints whose swapped pairs were undone (``association/swap``) or carry no weight."""
+    camera-frames with left/right-swapped wearer keypoints whose swapped pairs were undone
+    (``association/swap``) or carry no weight."""
     sel, wearer = _selected(res, person_id)
     dist = np.linalg.norm(res["association/keypoints"] - true_px, axis=-1)
     kept = res["fit/obs_weight"] > 0
