@@ -131,7 +131,7 @@ def test_second_pass_threshold_grows_with_the_noise_of_a_near_body():
 
 
 def test_second_pass_drops_a_view_whose_kept_observations_all_sit_off_a_far_body():
-    """A look-alike selected in one view of a far body (200 px): every keypoint 12 px from the wearer's
+    """A look-alike selected in one view of a far body (200 px): every keypoint 15 px from the wearer's
     projection in a random direction, each within the 30-px floor, but 7.2 % of the 208-px body
     diagonal on average (the test: 5 %): the whole view goes. The same offsets on a near body (1,000 px,
     1.4 %) and the detector's few-pixel noise on the far one stay; a view with only two kept observations

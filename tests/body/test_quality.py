@@ -10,6 +10,7 @@ from motionkit.body.quality import (
     quality_flags,
     trust_by_part,
     valid_frames,
+    weighted_views,
 )
 from motionkit.conventions import COCO17_BODY
 
@@ -176,3 +177,6 @@ def test_dropped_views_are_the_views_that_lose_every_weighted_observation():
     expected = np.zeros((3, 3), bool)
     expected[0, 0] = expected[2, 2] = True
     np.testing.assert_array_equal(dropped_views(given, final), expected)
+    # the views given weight: frame 0 views 0 and 1, frame 1 views 0 and 1, frame 2 view 2
+    np.testing.assert_array_equal(weighted_views(given), [[1, 1, 0], [1, 1, 0], [0, 0, 1]])
+    np.testing.assert_array_equal(weighted_views(final), weighted_views(given) & ~expected)
