@@ -569,7 +569,8 @@ def second_pass_drop(uv: torch.Tensor, kp: torch.Tensor, wt: torch.Tensor, cfg: 
     the detector's noise grows with the body), or (``second_pass_sides``) nearer their
     left/right counterpart's projection than their own and, for the limb labels, farther from their
     own than ``second_pass_side_sigmas`` x their COCO keypoint sigma (``SIDE_MARGIN_SIGMAS``) x the
-    body's projected size, and then (``second_pass_pairs``) their partners; finally (``second_pass_view_frac``)
+    body's projected size, and then (``second_pass_pairs``) their partners where those lie nearer their
+    own counterpart's projection too; finally (``second_pass_view_frac``)
     all of a view's observations in a frame where those still kept (``VIEW_TEST_MIN_KEPT`` or more) lie on
     average farther than that fraction of the body's projected size from it, the farthest such view of a
     frame only (the refit body judges the others): a look-alike selected in that view, whose keypoints
@@ -585,9 +586,12 @@ def second_pass_drop(uv: torch.Tensor, kp: torch.Tensor, wt: torch.Tensor, cfg: 
         has_side = flip != torch.arange(len(COCO17_FLIP), device=uv.device)
         e_other = ((uv[..., flip, :] - kp) ** 2).sum(-1).sqrt()
         margin = cfg.second_pass_side_sigmas * torch.as_tensor(SIDE_MARGIN_SIGMAS, dtype=uv.dtype, device=uv.device)
-        contradicted = used & has_side & (e_other < e) & (e > margin * size)
-        if cfg.second_pass_pairs:  # a swap moves both labels of a pair: its partner goes too
-            contradicted |= used & contradicted[..., flip]
+        nearer_other = used & has_side & (e_other < e)
+        contradicted = nearer_other & (e > margin * size)
+        if cfg.second_pass_pairs:  # a swap moves both labels of a pair: its partner goes too, where it lies
+            # nearer the other projection as well (within the margin); a partner on its own side stays (a
+            # guessed far eye of a profile lands on either side of the clean near one)
+            contradicted |= nearer_other & contradicted[..., flip]
         drop |= contradicted
     if cfg.second_pass_view_frac:  # a view whose kept observations all sit off the body: another person
         kept = used & ~drop

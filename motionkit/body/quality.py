@@ -47,7 +47,7 @@ class TrustConfig:
     support_window_s: float = 0.5
     max_gap_s: float = 0.4
     min_seen_run_s: float = 0.1
-    seen_view_landmarks: int = 7
+    seen_view_landmarks: int = 6
     max_gap_travel_m: float = 0.8
 
 

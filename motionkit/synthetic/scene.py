@@ -82,8 +82,9 @@ def person_views(
     occluders: np.ndarray | None = None,
 ) -> list[PersonViews]:
     """Project every person into every view, with mutual occlusion (a closer person's core box hides
-    points behind it), self-occlusion (a limb point well behind the torso, inside its silhouette) and
-    the scene's furniture (a point whose line of sight crosses an occluder box).
+    points behind it), self-occlusion (a limb point well behind the torso, inside its silhouette, an
+    ear behind the head, the face turned away, the far eye of a profile: ``_self_occluded``) and the
+    scene's furniture (a point whose line of sight crosses an occluder box).
 
     ``joints_people``: per person ``(F, 76, 3)`` joints + vertex keypoints (boxes, occlusion);
     ``coco_people``: per person ``(F, 17, 3)`` the points a detector marks (default: ``SMPLX_TO_COCO17``
@@ -144,7 +145,7 @@ def person_views(
             occluded |= inside & (dq[..., None] + 0.15 < depth_kp)
         if occluders is not None and len(occluders):
             occluded |= segment_hits_boxes(rig.centers, cp[:, None], occluders)
-        self_occluded = _self_occluded(uv, pc, kp, depth_kp) if self_occlusion else np.zeros_like(inimg)
+        self_occluded = _self_occluded(uv, pc, kp, kpc) if self_occlusion else np.zeros_like(inimg)
         kp_ok = inimg & ~occluded & ~self_occluded
         frac = (inimg & ~occluded).mean(-1)
         depth = pc[:, :, 0, 2]
@@ -155,9 +156,16 @@ def person_views(
     return out
 
 
-def _self_occluded(uv: np.ndarray, pc: np.ndarray, kp: np.ndarray, depth_kp: np.ndarray) -> np.ndarray:
-    """``(F, V, 17)``: a COCO point more than 10 cm behind the torso's depth and inside the torso's
-    image silhouette (the quadrilateral of shoulders and hips, widened by 15 %), or an ear behind the head."""
+FAR_EYE_YAW_DEG = 60.0  # beyond this turn of the face the far eye hides behind the nose bridge
+FACE_AWAY_YAW_DEG = 90.0  # beyond this the face is turned away: nose and eyes behind the head
+
+
+def _self_occluded(uv: np.ndarray, pc: np.ndarray, kp: np.ndarray, kpc: np.ndarray) -> np.ndarray:
+    """``(F, V, 17)``: a COCO point (``kp (F, V, 17, 2)`` pixels, ``kpc (F, V, 17, 3)`` camera metres)
+    more than 10 cm behind the torso's depth and inside the torso's image silhouette (the quadrilateral
+    of shoulders and hips, widened by 15 %), an ear behind the head, the nose and eyes of a face turned
+    more than ``FACE_AWAY_YAW_DEG`` from the camera (``face_yaw``) and the far eye of one turned more than
+    ``FAR_EYE_YAW_DEG``."""
     torso_ids = [16, 17, 1, 2]  # SMPL-X shoulders and hips
     t_uv = uv[:, :, torso_ids]
     t_depth = pc[:, :, torso_ids, 2].mean(-1)
@@ -165,16 +173,35 @@ def _self_occluded(uv: np.ndarray, pc: np.ndarray, kp: np.ndarray, depth_kp: np.
     hi = np.max(t_uv, axis=2)
     pad = 0.15 * (hi - lo)
     inside = ((kp >= (lo - pad)[:, :, None]) & (kp <= (hi + pad)[:, :, None])).all(-1)
+    depth_kp = kpc[..., 2]
     with np.errstate(invalid="ignore"):
         behind = depth_kp > t_depth[..., None] + 0.10
         head_depth = pc[:, :, 15, 2]
         ear_behind = depth_kp[..., 3:5] > head_depth[..., None] + 0.03
+        yaw = face_yaw(kpc)
     occl = inside & behind
-    occl[..., :3] = False  # nose and eyes: hidden only when facing away (ears say that)
     occl[..., 3:5] = ear_behind
-    facing_away = ear_behind.all(-1)
-    occl[..., :3] |= facing_away[..., None]
+    away = np.abs(yaw) > FACE_AWAY_YAW_DEG  # the back of the head to the camera: no nose, no eyes
+    occl[..., 0] = away
+    occl[..., 1] = away | (yaw < -FAR_EYE_YAW_DEG)  # the left eye is the far one with the camera on the right
+    occl[..., 2] = away | (yaw > FAR_EYE_YAW_DEG)
     return occl
+
+
+def face_yaw(kpc: np.ndarray) -> np.ndarray:
+    """``(...)`` degrees: how far the face of the COCO points ``kpc (..., 17, 3)`` (camera metres, camera
+    at the origin) is turned from the camera, about the head's vertical axis: 0 facing it, positive
+    with the camera on the person's left (the right eye is then the far one), +-180 facing away. The
+    head's axes: left from the right ear to the left one, forward from the ears' midpoint to the nose
+    (made orthogonal to left); NaN where a point is missing."""
+    ears_mid = 0.5 * (kpc[..., 3, :] + kpc[..., 4, :])
+    left = kpc[..., 3, :] - kpc[..., 4, :]
+    left = left / np.linalg.norm(left, axis=-1, keepdims=True)
+    fwd = kpc[..., 0, :] - ears_mid
+    fwd = fwd - (fwd * left).sum(-1, keepdims=True) * left
+    fwd = fwd / np.linalg.norm(fwd, axis=-1, keepdims=True)
+    to_camera = -ears_mid
+    return np.degrees(np.arctan2((to_camera * left).sum(-1), (to_camera * fwd).sum(-1)))
 
 
 @dataclass
@@ -202,6 +229,7 @@ OBS_CLEAN, OBS_OUTLIER, OBS_SWAPPED, OBS_MISSED, OBS_OCCLUDED = range(5)
 # unit of the keypoint's error (in its joint's sigma)
 CONF_RANGE = (0.7, 0.98)
 CONF_DROP_PER_SIGMA = 0.12
+GUESS_BOX_FRAC = 0.06  # per axis, of the box height: a hidden keypoint's guess errs by ~10 cm on a person
 
 
 def expected_squared_error(conf: np.ndarray, coupling: float) -> np.ndarray:
@@ -271,7 +299,8 @@ def simulate_detections(
 ) -> SimulatedDetections:
     """Detector + 2D pose output per camera and 30 fps frame: boxes for every visible person, misses,
     false positives, and COCO-17 keypoints in raw fisheye pixels with the errors of ``noise``,
-    truncation at the border and occlusion dropouts (half dropped, half guessed with low confidence)."""
+    truncation at the border and occlusion dropouts (half dropped, half guessed with low confidence,
+    ``GUESS_BOX_FRAC`` of the box height or 4 sigma off per axis, whichever is more)."""
     nz = noise or DetectorNoise()
     F, V = views[0].visible.shape
     rows = []
@@ -300,7 +329,8 @@ def simulate_detections(
         occl = inimg & ~ok
         drop = occl & (rng.random((n, 17)) < 0.5)
         guess = occl & ~drop
-        kp[guess] += rng.normal(0, 1, (guess.sum(), 2)) * np.maximum(25.0, 4 * sigma[guess])[:, None]
+        guess_sigma = np.maximum(GUESS_BOX_FRAC * bh[:, None], 4 * sigma)[guess]  # a share of the person's size
+        kp[guess] += rng.normal(0, 1, (guess.sum(), 2)) * guess_sigma[:, None]
         conf[guess] = rng.uniform(0.1, 0.5, guess.sum())
         outl = ok & (rng.random((n, 17)) < nz.outlier_rate)
         ang = rng.uniform(0, 2 * np.pi, outl.sum())

@@ -111,6 +111,37 @@ def test_side_check_ignores_limb_labels_within_the_noise_of_a_small_body():
         assert dropped[9] and dropped[10] and dropped[limbs].sum() == 2, height
 
 
+def test_pair_rule_takes_a_partner_only_where_it_lies_nearer_the_other_projection_too():
+    """A profile: the eyes project 4 px apart. The far eye's guess lands beyond the near eye's projection
+    (contradicted); the clean near eye, 1 px from its own projection on its own side, stays (the rule
+    took it before). A wrist swapped beyond the limb margin (0.3 x its COCO sigma x the ~420-px body:
+    7.8 px) takes its partner along where that sits 0.5 px across the middle (within the margin, so not
+    contradicted alone), and leaves it where it sits on its own side."""
+    wt = torch.ones(1, 1, 1, 17)
+    cfg = BodyFitConfig(second_pass_view_frac=0.0)
+
+    def drop(uv, kp):
+        return second_pass_drop(*(torch.as_tensor(x[None], dtype=torch.float64) for x in (uv, kp)), wt, cfg)[0, 0, 0]
+
+    uv = _person(400.0, 1, 1)
+    uv[..., 2, :] = uv[..., 1, :] + [4.0, 0.0]  # right eye (far) 4 px right of the left eye (near)
+    kp = uv.copy()
+    kp[..., 2, :] = uv[..., 1, :] - [1.0, 0.0]  # the far eye's guess: beyond the near eye's projection
+    kp[..., 1, :] = uv[..., 1, :] - [1.0, 0.0] + [0.0, 0.5]  # the near eye: 1 px off, on its own side
+    d = drop(uv, kp)
+    assert d[2] and not d[1] and d.sum() == 1
+    uv = _person(400.0, 1, 1)
+    uv[..., 10, :] = uv[..., 9, :] + [10.0, 0.0]  # wrists 10 px apart
+    kp = uv.copy()
+    kp[..., 9, :] = uv[..., 10, :]  # the left wrist's label on the right wrist: 10 px off, contradicted
+    kp[..., 10, :] = uv[..., 9, :] + [4.5, 0.0]  # the right one 0.5 px across the middle, 5.5 px off
+    d = drop(uv, kp)
+    assert d[9] and d[10] and d.sum() == 2
+    kp[..., 10, :] = uv[..., 10, :] + [1.0, 0.0]  # ... on its own side: it stays
+    d = drop(uv, kp)
+    assert d[9] and not d[10] and d.sum() == 1
+
+
 def test_second_pass_threshold_grows_with_the_noise_of_a_near_body():
     """Observations 40 px from their projections: within the noise of a near body's hips (0.5 x their COCO
     sigma x the 1,040-px body diagonal is 56 px), an error on a far body's hips and on any body's eyes

@@ -29,11 +29,12 @@ def test_realised_difficulty_of_a_realistic_take(realistic_root):
     uid = EgoExoDataset(realistic_root).takes()[0].take_uid
     d = take_difficulty(realistic_root, uid)
     assert d["preset"] == "realistic"
-    # the preset's realised difficulty on this take (measured: 10.0 px, 0.70, 7.4 %, 6.9 / 3.7 cm, 3.5 px,
-    # 2.8 % swaps, 2.6 % outliers): each bound within ~1.5x, so an easier or harder preset fails
-    assert 7.0 <= d["median_2d_error_px"] <= 14.0
+    # the preset's realised difficulty on this take (measured: 11.3 px, 0.68, 12.0 %, 6.9 / 3.7 cm, 3.5 px,
+    # 2.8 % swaps, 2.5 % outliers; a head turned away hides its face, whose keypoints are guessed or
+    # dropped): each bound within ~1.5x, so an easier or harder preset fails
+    assert 7.5 <= d["median_2d_error_px"] <= 16.0
     assert 0.55 <= d["lag1_autocorrelation"] <= 0.85
-    assert 0.05 <= d["share_over_50px"] <= 0.11
+    assert 0.08 <= d["share_over_50px"] <= 0.18
     assert 0.05 <= d["landmark_offset_hips_m"] <= 0.10 and 0.025 <= d["landmark_offset_shoulders_m"] <= 0.055
     assert 2.4 <= d["calibration_reprojection_px"] <= 5.2
     assert 0.018 <= d["swap_rate"] <= 0.04 and 0.018 <= d["outlier_rate"] <= 0.04
