@@ -32,7 +32,7 @@ def main(duration: float = 600.0) -> None:
     anchor = take.head_anchor(frames)
     t_load = time.perf_counter() - t0
     t0 = time.perf_counter()
-    a = select_wearer(obs, take.rig, frames, anchor.position, anchor.valid)
+    a = select_wearer(obs, take.rig, frames, anchor.position, anchor.valid, anchor_rotation=anchor.rotation)
     t_sel = time.perf_counter() - t0
     cf = len(frames) * len(take.rig)
     minutes = duration / 60

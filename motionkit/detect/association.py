@@ -1,9 +1,10 @@
 """Select the camera wearer in every exo view: the SOMA rule (docs/pipeline.md, "associate").
 
-Per camera: the Aria head anchor is projected with KB3; the detection whose head point is nearest
-to it is selected, tracked by IoU, and re-detected when the tracked box drifts farther than the
-camera's threshold ``tau_c = clamp(2.5 x median head-to-anchor distance, 60, 250)`` px. When no
-detection is plausible, nothing is selected and a reason code says why. Never "any person".
+Per camera: the Aria head anchor is projected with KB3; the detection whose head lies nearest the
+wearer's (``head_distances``: each face keypoint against where the Aria pose puts the wearer's) is
+selected, tracked by IoU, and re-detected when the tracked box drifts farther than the camera's
+threshold ``tau_c = clamp(2.5 x median head distance, 60, 250)`` px. When no detection is plausible,
+nothing is selected and a reason code says why. Never "any person".
 
 motionkit adds one gate the paper leaves open (a documented heuristic), because a person standing
 between the wearer and a camera hides the wearer and puts their own head on the anchor: the ground
@@ -29,6 +30,10 @@ from motionkit.data.observations import Observations
 from motionkit.geometry.boxes import box_iou
 from motionkit.geometry.camera import CameraRig
 
+# Where a head's COCO face keypoints (nose, left eye, right eye, left ear, right ear) sit in its CPF frame
+# (X left, Y up, Z forward; m): eyes 6.6 cm apart, the ears 17 cm apart and 9.5 cm behind the eyes
+FACE_IN_CPF = np.array([[0.0, -0.025, 0.04], [0.033, 0.0, 0.01], [-0.033, 0.0, 0.01],
+                        [0.085, -0.025, -0.085], [-0.085, -0.025, -0.085]])  # fmt: skip
 SELECTED = ("TRACKED", "REDETECT", "DRIFT_REDETECT", "GROUND_MATCH", "TRACKED_BLIND")
 FLAG_AMBIGUOUS, FLAG_LOW_CALIBRATION, FLAG_GROUND_REJECTED = 1, 2, 4
 
@@ -48,7 +53,7 @@ class AssociationConfig:
     anchor_margin: float = 0.05
     foot_scale_m: float = 0.5  # ground offset that counts as much as a head distance of tau
     max_mismatch: float = 1.38  # reject when delta / tau + ground offset / foot_scale_m exceeds this
-    ground_match_m: float = 0.25  # feet this close below the anchor rescue a head point that is off (face hidden)
+    ground_match_m: float = 0.25  # feet this close below the anchor rescue a head that is off (face hidden)
     track_switch_ratio: float = 2.0  # leave the track for a candidate whose head is this many times nearer the anchor
     lean_reach_m: float = 0.5  # hips-to-head radius of a bend: the head's drop lets it lead the feet (0: off)
     lean_dead_zone_m: float = 0.08  # head drop that gait and posture explain (no allowance)
@@ -101,19 +106,6 @@ class Association:
         }
 
 
-def head_points(box: np.ndarray, kp: np.ndarray, conf: np.ndarray, conf_min: float = 0.3) -> np.ndarray:
-    """Head point per detection ``(N, 2)``: the median of confident face keypoints (robust to one
-    gross outlier), else the box top centre moved down by 10 % of the box height."""
-    face = np.asarray(COCO17_FACE)
-    ok = (conf[:, face] >= conf_min) & np.isfinite(kp[:, face]).all(-1)
-    n = ok.sum(1)
-    with warnings.catch_warnings():  # rows without a face keypoint: all-NaN median, replaced below
-        warnings.simplefilter("ignore", RuntimeWarning)
-        med = np.nanmedian(np.where(ok[..., None], kp[:, face], np.nan), axis=1)
-    top = np.stack([(box[:, 0] + box[:, 2]) / 2, box[:, 1] + 0.1 * (box[:, 3] - box[:, 1])], 1)
-    return np.where((n > 0)[:, None], med, top)
-
-
 def project_anchor(rig: CameraRig, anchor_pos: np.ndarray, anchor_ok: np.ndarray, cfg: AssociationConfig):
     """Anchor pixels ``(F, V, 2)`` and validity ``(F, V)``: in front of the camera, within the model's
     angle and inside the image enlarged by ``anchor_margin`` on each side."""
@@ -122,6 +114,38 @@ def project_anchor(rig: CameraRig, anchor_pos: np.ndarray, anchor_ok: np.ndarray
     inside = np.stack([c.in_image(uv[:, v], cfg.anchor_margin) for v, c in enumerate(rig)], axis=1)
     valid = anchor_ok[:, None] & ok & inside
     return np.where(valid[..., None], uv, np.nan), valid
+
+
+def project_face(rig: CameraRig, anchor_pos: np.ndarray, anchor_rot: np.ndarray | None,
+                 a_valid: np.ndarray) -> np.ndarray:  # fmt: skip
+    """Where the wearer's COCO face keypoints should appear: ``(F, V, 5, 2)`` pixels of ``FACE_IN_CPF``
+    placed by the head anchor (``anchor_pos (F, 3)``, ``anchor_rot (F, 3, 3)`` CPF axes in world), NaN
+    where the anchor is not valid in the view (``a_valid (F, V)``). Without a rotation every face
+    keypoint is expected on the anchor itself."""
+    if anchor_rot is None:
+        pts = np.repeat(np.nan_to_num(anchor_pos)[:, None], len(COCO17_FACE), axis=1)
+    else:
+        pts = np.nan_to_num(anchor_pos)[:, None] + np.einsum("fij,kj->fki", np.nan_to_num(anchor_rot), FACE_IN_CPF)
+    uv = rig.project(pts)  # (F, V, 5, 2)
+    return np.where(a_valid[..., None, None], uv, np.nan)
+
+
+def head_distances(box: np.ndarray, kp: np.ndarray, conf: np.ndarray, face_uv: np.ndarray, anchor_uv: np.ndarray,
+                   conf_min: float = 0.3) -> np.ndarray:  # fmt: skip
+    """``(N,)`` pixels between each detection's head and the wearer's expected one: the median over its
+    confident face keypoints (``kp (N, 17, 2)``, ``conf (N, 17)``) of their distance to where the
+    wearer's would be (``face_uv (N, 5, 2)``, ``project_face``), else the distance of its box top
+    centre moved down by 10 % of the box height from the anchor ``anchor_uv (N, 2)``. Each keypoint
+    against its own expected place: from behind the ears are all a head shows, and they lie about 9 cm
+    behind the anchor between the eyes."""
+    face = kp[:, list(COCO17_FACE)]
+    ok = (conf[:, list(COCO17_FACE)] >= conf_min) & np.isfinite(face).all(-1) & np.isfinite(face_uv).all(-1)
+    d = np.where(ok, np.linalg.norm(np.nan_to_num(face) - np.nan_to_num(face_uv), axis=-1), np.nan)
+    with warnings.catch_warnings():  # rows without a face keypoint: all-NaN median, replaced below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        med = np.nanpercentile(d, 50, axis=1, method="lower")  # of two, the nearer: a guess can be far off
+    top = np.stack([(box[:, 0] + box[:, 2]) / 2, box[:, 1] + 0.1 * (box[:, 3] - box[:, 1])], 1)
+    return np.where(ok.any(1), med, np.linalg.norm(top - anchor_uv, axis=-1))
 
 
 def ground_offsets(
@@ -181,10 +205,10 @@ def lean_reach(anchor_pos: np.ndarray, anchor_ok: np.ndarray, floor_z: float, cf
 @dataclass
 class _Candidates:
     """The detections the SOMA rule weighs, sorted by (view, frame): ``rows (N,)`` in the observation
-    table, their frame ``fi`` and view ``vi``, the pixel distance ``delta`` of their head point from the
-    projected anchor (NaN where the anchor is invalid), ``foot_off`` the ground offset of their feet (m,
-    less the lean the head's drop allows), and ``first[v, f]`` the first candidate of (view ``v``,
-    frame ``f``) (``first[v, F]`` ends view ``v``)."""
+    table, their frame ``fi`` and view ``vi``, the pixel distance ``delta`` of their head from the
+    wearer's (``head_distances``; NaN where the anchor is invalid), ``foot_off`` the ground offset of
+    their feet (m, less the lean the head's drop allows), and ``first[v, f]`` the first candidate of
+    (view ``v``, frame ``f``) (``first[v, F]`` ends view ``v``)."""
 
     rows: np.ndarray
     fi: np.ndarray
@@ -196,15 +220,15 @@ class _Candidates:
 
 
 def _candidates(obs: Observations, rig: CameraRig, frames: np.ndarray, anchor_pos: np.ndarray, anchor_ok: np.ndarray,
-                a_uv: np.ndarray, cfg: AssociationConfig) -> _Candidates:  # fmt: skip
+                a_uv: np.ndarray, face_uv: np.ndarray, cfg: AssociationConfig) -> _Candidates:  # fmt: skip
     F, V = len(frames), len(rig)
     fi_all, vi_all = observation_cells(frames, obs, rig)
     idx = np.flatnonzero((vi_all >= 0) & (fi_all >= 0) & (obs.score >= cfg.det_min_score))
     fi, vi = fi_all[idx], vi_all[idx]
     order = np.lexsort((fi, vi))
     idx, fi, vi = idx[order], fi[order], vi[order]
-    heads = head_points(obs.box[idx], obs.keypoints[idx], obs.keypoint_conf[idx], cfg.face_conf_min)
-    delta = np.linalg.norm(heads - a_uv[fi, vi], axis=-1)  # NaN where the anchor is invalid
+    delta = head_distances(obs.box[idx], obs.keypoints[idx], obs.keypoint_conf[idx], face_uv[fi, vi], a_uv[fi, vi],
+                           cfg.face_conf_min)  # NaN where the anchor is invalid  # fmt: skip
     foot_off, floor_z = ground_offsets(rig, obs.box[idx], vi, anchor_pos[fi], delta, cfg)
     # a bend puts the head ahead of the feet: the lean the head's drop allows is no sign of someone in front
     foot_off = np.clip(foot_off - lean_reach(anchor_pos, anchor_ok, floor_z, cfg)[fi], 0.0, None)  # NaN, inf kept
@@ -317,7 +341,7 @@ def _track_camera(v: int, c: _Candidates, in_front: np.ndarray, obs: Observation
             if dd[k] <= t:
                 chosen = cand[k]
             else:
-                # the head point can be far off when the face is hidden; feet right below the anchor
+                # the head can seem far off when the face is hidden; feet right below the anchor
                 # (and no other such candidate) identify the wearer all the same
                 gm = okc & (c.foot_off[cand] <= cfg.ground_match_m) & (dc <= cfg.tau_max_px)
                 if gm.sum() == 1:
@@ -347,6 +371,7 @@ def select_wearer(
     anchor_ok: np.ndarray,
     anchor_reason: np.ndarray | None = None,
     cfg: AssociationConfig | None = None,
+    anchor_rotation: np.ndarray | None = None,
 ) -> Association:
     """The SOMA rule with tracking, per camera, over processed frames: pass 1 sets each camera's
     threshold ``tau`` from its nearest heads (``_camera_threshold``) and marks the people standing in
@@ -358,11 +383,15 @@ def select_wearer(
         frames: ``(F,)`` 30 fps frames to process, in time order.
         anchor_pos: ``(F, 3)`` CPF head anchor (world), ``anchor_ok (F,)``; ``anchor_reason (F,)``
             the reason when not ok (``NO_ARIA_POSE`` or ``ARIA_TS_NAN``).
+        anchor_rotation: ``(F, 3, 3)`` the CPF's axes in world (``HeadAnchor.rotation``): each face
+            keypoint is then compared with its own expected place (``head_distances``); without it
+            all of them with the anchor.
     """
     cfg = cfg or AssociationConfig()
     F, V = len(frames), len(rig)
     a_uv, a_valid = project_anchor(rig, anchor_pos, anchor_ok, cfg)
-    c = _candidates(obs, rig, frames, anchor_pos, anchor_ok, a_uv, cfg)
+    face_uv = project_face(rig, anchor_pos, anchor_rotation, a_valid)
+    c = _candidates(obs, rig, frames, anchor_pos, anchor_ok, a_uv, face_uv, cfg)
     out = _new_outputs(F, V, cfg.tau_max_px)
     anchor_reason = np.where(
         np.asarray(anchor_reason if anchor_reason is not None else [""] * F) == "", "NO_ARIA_POSE", anchor_reason

@@ -6,7 +6,7 @@ or picks someone else, the other views usually know better: the wearer they sele
 without the view in question and projected into it, lies on the wearer's detection there and on no
 one else's. For every view this module triangulates the wearer from the other views (leave-one-out),
 measures each candidate detection against that projection (the median keypoint distance, in units of
-the projected body's height, under either left/right labelling), and
+the projected body's height, each left/right pair under the labelling that fits it), and
 
 - selects the one candidate that matches (``max_error``) where nothing was selected;
 - replaces a selection that matches badly (``switch_error``) by the one candidate that matches; a
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from motionkit.conventions import COCO17_FLIP
+from motionkit.conventions import COCO17_FLIP, COCO17_LR_PAIRS
 from motionkit.data.observations import Observations
 from motionkit.detect.association import Association, editable_arrays, observation_cells, put_rows
 from motionkit.geometry.camera import CameraRig
@@ -55,20 +55,32 @@ def match_errors(keypoints: np.ndarray, conf: np.ndarray, projected: np.ndarray,
                  cfg: CrossViewConfig) -> np.ndarray:  # fmt: skip
     """``(N,)`` how far each detection's ``keypoints (N, 17, 2)`` (``conf (N, 17)``) lie from the
     wearer ``projected (N, 17, 2)`` where ``known (N, 17)``: the median distance over the compared
-    keypoints divided by the projection's height (its largest extent), the smaller of the two
-    left/right labellings; inf with fewer than ``min_joints`` compared keypoints."""
+    keypoints divided by the projection's height (its largest extent), each left/right pair under the
+    labelling that fits it better (2D detectors swap pairs one at a time, and a whole-body flip is
+    every pair swapped); inf with fewer than ``min_joints`` compared keypoints."""
     pts = np.where(known[..., None], projected, np.nan)
     with np.errstate(invalid="ignore"), warnings.catch_warnings():  # rows with nothing known: NaN height
         warnings.simplefilter("ignore", RuntimeWarning)
         height = np.max(np.nanmax(pts, 1) - np.nanmin(pts, 1), -1)  # (N,)
-    out = np.full(len(keypoints), np.inf)
+    dist, usable = [], []
     for kp, c in ((keypoints, conf), (keypoints[:, COCO17_FLIP], conf[:, COCO17_FLIP])):
         use = known & (c >= cfg.conf_min) & np.isfinite(kp).all(-1)
-        d = np.where(use, np.linalg.norm(np.nan_to_num(kp) - np.nan_to_num(projected), axis=-1), np.nan)
-        enough = (use.sum(1) >= cfg.min_joints) & (height > 0)
-        med = np.full(len(kp), np.inf)
-        med[enough] = np.nanmedian(d[enough], 1) / height[enough]
-        out = np.minimum(out, med)
+        dist.append(np.where(use, np.linalg.norm(np.nan_to_num(kp) - np.nan_to_num(projected), axis=-1), np.nan))
+        usable.append(use)
+    with warnings.catch_warnings():  # a pair with nothing usable: all-NaN mean
+        warnings.simplefilter("ignore", RuntimeWarning)
+        pair = np.array(COCO17_LR_PAIRS)  # (P, 2)
+        better = np.nanmean(dist[1][:, pair], -1) < np.nanmean(dist[0][:, pair], -1)  # (N, P)
+    swap_pair = better & (usable[1][:, pair].sum(-1) >= usable[0][:, pair].sum(-1))  # never fewer keypoints
+    swap = np.zeros(dist[0].shape, dtype=bool)
+    swap[:, pair[:, 0]] = swap[:, pair[:, 1]] = swap_pair
+    d = np.where(swap, dist[1], dist[0])
+    use = np.where(swap, usable[1], usable[0])
+    enough = (use.sum(1) >= cfg.min_joints) & (height > 0)
+    out = np.full(len(keypoints), np.inf)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out[enough] = np.nanmedian(d[enough], 1) / height[enough]
     return out
 
 

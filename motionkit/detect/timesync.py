@@ -3,8 +3,9 @@ the wearer's detected head best.
 
 Ego-Exo4D's take-frame -> timesync-row rule has two conventions in circulation (+0 / +1 rows); a wrong
 one shifts the Aria head anchor by a frame against the videos. For shifts of -2..+2 frames, the anchor
-is recomputed and projected into every view where the wearer is selected; the median pixel distance to
-the wearer's head point is reported per shift. A take whose best shift is not 0, by a clear margin, is
+is recomputed and projected into every view where the wearer is selected; the median pixel distance of
+the wearer's face keypoints from where the anchor puts them (``association.head_distances``) is reported
+per shift. A take whose best shift is not 0, by a clear margin, is
 flagged.
 """
 
@@ -16,7 +17,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from motionkit.data.egoexo4d import Take
-from motionkit.detect.association import Association, head_points
+from motionkit.detect.association import Association, head_distances, project_face
 
 SHIFTS = (-2, -1, 0, 1, 2)
 MARGIN = 0.95  # the best shift must beat shift 0 by 5 % of its median distance (realistic takes: 10-18 %)
@@ -42,14 +43,17 @@ def check_timesync(take: Take, assoc: Association, shifts=SHIFTS) -> TimesyncChe
     """Run the check on a take's association (``assoc.frame_index (F,)`` take frames)."""
     sel = assoc.selected
     F, V = sel.shape
-    heads = head_points(assoc.box.reshape(-1, 4), assoc.keypoints.reshape(-1, 17, 2), assoc.confidence.reshape(-1, 17))
-    heads = heads.reshape(F, V, 2)
+    box, kp, conf = assoc.box.reshape(-1, 4), assoc.keypoints.reshape(-1, 17, 2), assoc.confidence.reshape(-1, 17)
     med = {}
     n = 0
     for s in shifts:
         ts, _ = take.frame_device_ns(assoc.frame_index + s)
-        anchor = take.trajectory.head_anchor_at(ts).position  # (F, 3), NaN where unknown
-        d = np.linalg.norm(take.rig.project(anchor[:, None])[:, :, 0] - heads, axis=-1)  # (F, V)
+        anchor = take.trajectory.head_anchor_at(ts)  # NaN where unknown
+        known = np.broadcast_to(anchor.valid[:, None], (F, V))
+        face_uv = project_face(take.rig, anchor.position, anchor.rotation, known)  # (F, V, 5, 2)
+        anchor_uv = take.rig.project(np.nan_to_num(anchor.position)[:, None])[:, :, 0]  # (F, V, 2)
+        d = head_distances(box, kp, conf, face_uv.reshape(-1, 5, 2), anchor_uv.reshape(-1, 2)).reshape(F, V)
+        d = np.where(known, d, np.nan)
         d = d[sel & np.isfinite(d)]
         med[s] = float(np.median(d)) if len(d) else float("nan")
         n = max(n, len(d))

@@ -53,14 +53,16 @@ def associate_wearer(
     selection: AssociationConfig | None = None,
     cross_view: CrossViewConfig | None = None,
     swaps: SwapConfig | None = None,
+    anchor_rotation: np.ndarray | None = None,
 ) -> WearerAssociation:
     """The wearer in every view at take ``frames (F,)`` (``time_s (F,)`` seconds, fit grid at ``fps``),
     from the Aria head anchor ``anchor_pos (F, 3)`` world metres, ``anchor_ok (F,)`` and its
-    ``anchor_reason (F,)`` strings. ``cross_view`` None skips the cross-view check. See the module
+    ``anchor_reason (F,)`` strings, and its CPF axes ``anchor_rotation (F, 3, 3)`` (where the face
+    keypoints should be; ``select_wearer``). ``cross_view`` None skips the cross-view check. See the module
     docstring for the order of the rules."""
     if mode not in ASSOCIATION_MODES:
         raise ValueError(f"association mode must be one of {', '.join(ASSOCIATION_MODES)}; got {mode!r}")
-    a = select_wearer(obs, rig, frames, anchor_pos, anchor_ok, anchor_reason, selection)
+    a = select_wearer(obs, rig, frames, anchor_pos, anchor_ok, anchor_reason, selection, anchor_rotation)
     if mode != "soma":
         where = None if mode == "cylinder" else a.reason == "NO_DET_NEAR_ANCHOR"
         a = apply_cylinder_rule(a, obs, rig, anchor_pos, anchor_ok, where)

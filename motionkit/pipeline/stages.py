@@ -224,6 +224,7 @@ def stage_associate(ctx: StageContext) -> None:
         obs, ctx.take.rig, r["grid/frame_index"], r["grid/time_s"], r["aria/position"], r["aria/valid"].astype(bool),
         r["aria/reason"].astype(str), cfg.fps, mode=cfg.association, selection=cfg.selection,
         cross_view=cfg.cross_view_rule if cfg.cross_view else None, swaps=cfg.swaps,
+        anchor_rotation=r["aria/rotation"],
     )  # fmt: skip
     a = w.association
     arrays = a.to_arrays()

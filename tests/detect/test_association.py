@@ -10,13 +10,17 @@ from motionkit.conventions import fit_grid_frames, nearest_take_frames
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.observations import read_observations
 from motionkit.detect.association import (
+    FACE_IN_CPF,
     FLAG_LOW_CALIBRATION,
     SELECTED,
     AssociationConfig,
+    head_distances,
     lean_reach,
+    project_face,
     select_wearer,
 )
 from motionkit.geometry.boxes import box_iou
+from motionkit.geometry.camera import Camera, CameraRig, look_at
 from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
 
@@ -37,7 +41,7 @@ def run_take(root, info, cfg=None):
     obs = read_observations(root / "observations" / f"{take.uid}.h5")
     frames = nearest_take_frames(fit_grid_frames(take.n_frames, 20.0))
     anc = take.head_anchor(frames)
-    a = select_wearer(obs, rig, frames, anc.position, anc.valid, cfg=cfg)
+    a = select_wearer(obs, rig, frames, anc.position, anc.valid, cfg=cfg, anchor_rotation=anc.rotation)
     with h5py.File(root / "gt" / f"{take.uid}.h5") as g:
         cols = [json.loads(g.attrs["camera_names"]).index(n) for n in rig.names]
         vis = g["wearer/visible"][()][frames][:, cols]
@@ -81,22 +85,22 @@ def test_threshold_clamps_and_reasons(crowded):
     obs = read_observations(root / "observations" / f"{take.uid}.h5")
     frames = nearest_take_frames(fit_grid_frames(take.n_frames, 20.0))
     anc = take.head_anchor(frames)
-    a = select_wearer(obs, take.rig, frames, anc.position, anc.valid)
+    a = select_wearer(obs, take.rig, frames, anc.position, anc.valid, anchor_rotation=anc.rotation)
     height = np.nanmedian(a.box[..., 3] - a.box[..., 1], axis=0)  # (V,) the wearer's box, near the nearest heads'
     assert (a.tau_px <= 250).all()
     assert (a.tau_px >= np.minimum(60, 0.12 * height)).all(), (a.tau_px, height)  # the floor: 60 px or 15 % of a body
     assert (a.tau_px[height > 500] >= 60).all() and (height > 500).any()  # near people: 60 px
     cfg = AssociationConfig(tau_min_px=100.0, tau_max_px=120.0, tau_min_height_frac=1.0)
-    b = select_wearer(obs, take.rig, frames, anc.position, anc.valid, cfg=cfg)
+    b = select_wearer(obs, take.rig, frames, anc.position, anc.valid, cfg=cfg, anchor_rotation=anc.rotation)
     assert ((b.tau_px >= 100) & (b.tau_px <= 120)).all()
     # only 5 frames: too few to calibrate -> tau = max and LOW_CALIBRATION
-    c = select_wearer(obs, take.rig, frames[:5], anc.position[:5], anc.valid[:5])
+    c = select_wearer(obs, take.rig, frames[:5], anc.position[:5], anc.valid[:5], anchor_rotation=anc.rotation[:5])
     assert (c.tau_px == 250).all() and (c.flags & FLAG_LOW_CALIBRATION).all()
     # no Aria pose: nothing is selected (after at most max_blind_frames of blind tracking)
     ok = anc.valid.copy()
     ok[100:150] = False
     reason = np.where(ok, "", "ARIA_TS_NAN")
-    d = select_wearer(obs, take.rig, frames, anc.position, ok, reason)
+    d = select_wearer(obs, take.rig, frames, anc.position, ok, reason, anchor_rotation=anc.rotation)
     assert set(np.unique(d.reason[100:150])) <= {"ARIA_TS_NAN", "TRACKED_BLIND"}
     assert not d.selected[111:150].any()
     assert (d.reason[111:150] == "ARIA_TS_NAN").all()
@@ -168,3 +172,33 @@ def test_a_bending_wearer_is_not_taken_for_someone_in_front(realistic31):
     right, wrong = _wearer_and_others(realistic31, AssociationConfig())
     # measured: the wearer 3801 -> 3809 camera-frames (of 3861 where detected), someone else 94 -> 95
     assert right >= right_off + 6 and wrong <= wrong_off + 2, (right_off, right, wrong_off, wrong)
+
+
+def test_head_distance_measures_each_face_keypoint_against_its_own_place():
+    """A camera 3 m to the side of a head facing +y: it sees the left ear, 9.5 cm behind the eyes. Each
+    keypoint against where the Aria pose puts it: 0 px; the ear against the anchor itself (the rule as
+    published) is tens of pixels off. Of two keypoints the nearer counts; without a confident face
+    keypoint the box top (10 % down) is measured against the anchor."""
+    params = np.array([600.0, 600.0, 960, 540, 0.0, 0.0, 0.0, 0.0])
+    rig = CameraRig([Camera("side", 1920, 1080, params, look_at(np.array([-3.0, 0.0, 1.6]), np.array([0, 0, 1.6])))])
+    anchor = np.array([[0.0, 0.0, 1.6]])
+    # CPF axes in world as columns: X left (-x for a head facing +y), Y up (+z), Z forward (+y)
+    rot = np.array([[[-1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, 0.0]]])
+    face_uv = project_face(rig, anchor, rot, np.ones((1, 1), bool))[:, 0]  # (1, 5, 2)
+    anchor_uv = rig.project(anchor[:, None])[:, 0, 0]  # (1, 2)
+    ear_world = anchor[0] + rot[0] @ FACE_IN_CPF[3]
+    np.testing.assert_allclose(face_uv[0, 3], rig.project(ear_world[None, None])[0, 0, 0], atol=1e-9)
+    kp = np.full((1, 17, 2), np.nan)
+    conf = np.zeros((1, 17))
+    kp[0, 3], conf[0, 3] = face_uv[0, 3], 0.9  # the left ear, where it should be
+    box = np.array([[900.0, 400.0, 1000.0, 900.0]])
+    assert head_distances(box, kp, conf, face_uv, anchor_uv)[0] == pytest.approx(0.0, abs=1e-9)
+    assert np.linalg.norm(face_uv[0, 3] - anchor_uv[0]) > 15  # ~0.1 m at 3 m with f = 600 px
+    kp[0, 0], conf[0, 0] = face_uv[0, 0] + [0.0, 5.0], 0.8  # the nose 5 px off, the ear 40 px off: 5
+    kp[0, 3] += [40.0, 0.0]
+    assert head_distances(box, kp, conf, face_uv, anchor_uv)[0] == pytest.approx(5.0)
+    conf[0, [0, 3]] = 0.2  # nothing confident: the box top centre, 10 % of the box height down
+    top = np.array([950.0, 450.0])
+    assert head_distances(box, kp, conf, face_uv, anchor_uv)[0] == pytest.approx(np.linalg.norm(top - anchor_uv[0]))
+    hidden = project_face(rig, anchor, rot, np.zeros((1, 1), bool))[:, 0]  # the anchor not valid in the view
+    assert np.isnan(hidden).all()

@@ -21,7 +21,8 @@ def test_cylinder_points_and_proposal_rejection(default_root):
     assert pts[:, 2].min() == pytest.approx(0.5 - HEIGHT_M) and pts[:, 2].max() == pytest.approx(0.5)
     take = EgoExoDataset(default_root).take(EgoExoDataset(default_root).takes()[0].take_uid)
     with h5py.File(default_root / "gt" / f"{take.uid}.h5") as f:
-        cpf = f["wearer/T_world_cpf"][()][:, :3, 3]
+        T_world_cpf = f["wearer/T_world_cpf"][()]
+        cpf = T_world_cpf[:, :3, 3]
         boxes = f["wearer/boxes"][()]
         names = json.loads(f.attrs["camera_names"])
     prop = cylinder_proposals(take.rig, cpf, np.ones(len(cpf), bool))
@@ -73,13 +74,15 @@ def test_cylinder_rule_bridges_anchor_gaps_that_tracking_does_not_carry(default_
     take = ds.take(ds.takes()[0].take_uid)
     obs = load_observation_cache(dataset_observation_path(take), take.rig)
     with h5py.File(default_root / "gt" / f"{take.uid}.h5") as f:
-        cpf = f["wearer/T_world_cpf"][()][:, :3, 3]
+        T_world_cpf = f["wearer/T_world_cpf"][()]
+        cpf = T_world_cpf[:, :3, 3]
         person = f["detections/person_id"][()]
     frames = np.arange(len(cpf))
     ok = np.ones(len(frames), bool)
     ok[90:114] = False  # 24 frames = 0.8 s at 30 fps
     reason = np.where(ok, "", "ARIA_TS_NAN")
-    a = select_wearer(obs, take.rig, frames, cpf, ok, reason, AssociationConfig(max_blind_frames=0))
+    no_blind = AssociationConfig(max_blind_frames=0)
+    a = select_wearer(obs, take.rig, frames, cpf, ok, reason, no_blind, anchor_rotation=T_world_cpf[:, :3, :3])
     assert not a.selected[90:114].any()
     head, head_ok = bridge_anchor_gaps(cpf, ok, 30.0)
     assert head_ok.all() and np.linalg.norm(head[90:114] - cpf[90:114], axis=1).max() < 0.3

@@ -384,16 +384,18 @@ def _start_inputs(r, kp: np.ndarray, w: np.ndarray) -> FitInputs:
 
 
 def test_second_pass_drops_left_right_labels_the_fitted_body_contradicts(fitted):
-    """Eyes swapped in one view for 30 frames: each swapped eye is within 30 px of its own projection
-    (the eyes are close together), so only the side check of the second pass removes them, and its
-    pair rule (``second_pass_pairs``) the partners it left."""
+    """Eyes swapped in one view for up to 30 frames where both are seen 8-25 px apart: each swapped eye
+    is within 30 px of its own projection (the eyes are close together), so only the side check of the
+    second pass removes them; its pair rule (``second_pass_pairs``) adds the partners that lie nearer
+    the other label's projection too."""
     r = fitted[1][0].result
     sel, w, kp = _take_start(r)
     eyes = [1, 2]
     sep = np.linalg.norm(kp[:, :, 1] - kp[:, :, 2], axis=-1)
-    v = int(np.nanargmax(np.nanmedian(np.where(sel, sep, np.nan), axis=0)))  # the view where they are farthest apart
-    frames = np.flatnonzero(sel[:, v] & (w[:, v, eyes] > 0).all(-1) & (sep[:, v] > 8) & (sep[:, v] < 25))[:30]
-    assert len(frames) >= 15
+    apart = sel & (w[..., eyes] > 0).all(-1) & (sep > 8) & (sep < 25)  # both eyes seen, 8-25 px apart
+    v = int(np.argmax(apart.sum(0)))  # the view with most such frames
+    frames = np.flatnonzero(apart[:, v])[:30]
+    assert len(frames) >= 15, apart.sum(0)
     kp[frames, v, 1], kp[frames, v, 2] = kp[frames, v, 2].copy(), kp[frames, v, 1].copy()
     inp = _start_inputs(r, kp, w)
     body = fit_body_model()
@@ -403,15 +405,16 @@ def test_second_pass_drops_left_right_labels_the_fitted_body_contradicts(fitted)
         out = fit_sequence(body, inp, cfg)
         got[sides, pairs] = out.obs_weight[frames, v][:, eyes] > 0
         other[sides, pairs] = (np.delete(out.obs_weight[:, :, eyes], v, axis=1) > 0).mean()
-    assert got[False, False].mean() > 0.8  # the 30-px rule alone keeps most of them (measured 95 %)
-    assert got[True, False].mean() < 0.2, got[True, False].mean()  # measured 8 %
-    # the price: eyes only ~15 px apart are ambiguous, and some right ones go too (measured 70 -> 55 %;
-    # 70 -> 60 % before the coarse-to-fine time)
+    assert got[False, False].mean() > 0.8  # the 30-px rule alone keeps most of them (measured 98 %)
+    assert got[True, False].mean() < 0.2, got[True, False].mean()  # measured 11 %
+    # the price: eyes only ~15 px apart are ambiguous, and some right ones go too (measured 14.3 -> 12.1 %
+    # of the other views' eye observations kept; the face turned away hides most of them anyway)
     assert other[True, False] > 0.72 * other[False, False], other
-    # a swap moves both labels: dropping the partner of a contradicted label too leaves fewer swapped
-    # camera-frames with a kept eye (measured 13 -> 3 %), at a price in the other views (58 -> 48 %)
-    assert got[True, True].any(-1).mean() < min(0.08, got[True, False].any(-1).mean()), got
-    assert other[True, True] > 0.75 * other[True, False], other
+    # the pair rule takes a partner only where it lies nearer the other label's projection too: here the
+    # partners the side check left lie nearer their own (measured 22 % of the swapped camera-frames keep
+    # an eye with the rule and without it); it never keeps more, nor costs the other views
+    assert got[True, True].any(-1).mean() <= min(0.3, got[True, False].any(-1).mean()), got
+    assert other[True, True] > 0.95 * other[True, False], other
 
 
 def test_interchangeable_limb_labels_keep_the_limb_where_the_body_puts_it(default_root, fitted):

@@ -140,4 +140,6 @@ def test_the_cross_view_check_is_a_stage_option(default_root, tmp_path):
             assert (r["association/assoc_conf"][mask] > 0).all()
             rescued += mask.sum()
             wearer += (pid[r["association/det_index"][mask]] == 0).sum()
-    assert rescued >= 3 and wearer == rescued  # measured 6, all the wearer
+    # measured 41, 40 the wearer: the other picks a bystander that view 0 had selected (tracked) and the
+    # wearer's view 3 triangulated into a body that view 2's bystander fits
+    assert rescued >= 20 and wearer >= rescued - 2, (rescued, wearer)
