@@ -15,7 +15,6 @@ from motionkit.geometry.interpolation import valid_runs
 SMOOTHING_TAPS = np.array([0.05, 0.25, 0.4, 0.25, 0.05])
 FAST_JOINT_M_S = 5.0
 HIGH_ACCEL_M_S2 = 40.0
-EYE_ARIA_FAR_M = 0.30
 MIN_CAMS = 3
 STATIC_M_S = 0.1
 STATIC_WINDOW_S = 1.5
@@ -39,7 +38,8 @@ class TrustConfig:
     at most ``max_gap_s`` between such runs across which the body moves at most ``max_gap_travel_m``
     (``valid_frames``: the fit is smooth through it; a runner is not); frames that two views each see
     with ``seen_view_landmarks`` or more supported landmarks are valid too, in runs as long, but bridge
-    no gap."""
+    no gap. ``max_eye_anchor_m``: a frame whose fitted eyes lie farther than this from the Aria head
+    anchor is not valid (``eyes_off_anchor``; the Aria knows where the wearer's head is)."""
 
     support_weight: float = 0.02
     view_landmarks: int = 8
@@ -49,6 +49,7 @@ class TrustConfig:
     min_seen_run_s: float = 0.1
     seen_view_landmarks: int = 6
     max_gap_travel_m: float = 0.8
+    max_eye_anchor_m: float = 0.30
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,17 @@ def valid_frames(n_views: np.ndarray, fps: float, cfg: TrustConfig, n_seen_views
     return _covered(spans, len(n_views))
 
 
-def quality_flags(joints, valid, n_views, fps, cpf, names, reproj_px=None, trusted=None) -> dict[str, np.ndarray]:
+def eyes_off_anchor(joints: np.ndarray, cpf: np.ndarray, names, max_m: float) -> np.ndarray:
+    """``(M,)`` bool: frames whose fitted eye midpoint (``joints (M, 55 + K, 3)`` world metres, vertex
+    keypoints named ``names``) lies more than ``max_m`` from the Aria head anchor ``cpf (M, 3)``; False
+    where either is unknown."""
+    with np.errstate(invalid="ignore"):
+        far = np.linalg.norm(eye_midpoint(joints, tuple(names)) - cpf, axis=-1) > max_m
+    return np.nan_to_num(far, nan=False).astype(bool)
+
+
+def quality_flags(joints, valid, n_views, fps, cpf, names, reproj_px=None, trusted=None,
+                  max_eye_anchor_m: float = TrustConfig.max_eye_anchor_m) -> dict[str, np.ndarray]:  # fmt: skip
     """Per-frame flags ``(M,)`` bool (stored, never used to delete frames), computed on the 22 body
     joints after 5-tap smoothing; speeds in physical units, so the rules do not depend on the rate.
 
@@ -140,7 +151,8 @@ def quality_flags(joints, valid, n_views, fps, cpf, names, reproj_px=None, trust
     ``cpf (M, 3)`` Aria head anchor, ``reproj_px (M, V)`` mean reprojection error per view (NaN where
     unused), ``trusted (M, 17)`` per-joint trust (``joint_trusted``). Flags: ``FEW_CAMS`` (< 3 views),
     ``FAST_JOINT`` (a joint faster than 5 m/s), ``HIGH_ACCEL`` (above
-    40 m/s^2), ``EYE_ARIA_FAR`` (eye midpoint more than 0.30 m from the anchor), ``STATIC`` (no joint
+    40 m/s^2), ``EYE_ARIA_FAR`` (eye midpoint more than ``max_eye_anchor_m`` from the anchor, valid or
+    not: ``eyes_off_anchor`` makes such frames invalid), ``STATIC`` (no joint
     faster than 0.1 m/s within 1.5 s; informational), ``HIGH_REPROJ`` (median over the used views
     above 60 px), ``SHORT_SEGMENT`` (in a valid run shorter than 2 s), ``OCCLUDED`` (a valid frame with
     fewer than 10 of its 12 body landmarks, shoulders to ankles, trusted: parts of the body are guessed).
@@ -152,9 +164,6 @@ def quality_flags(joints, valid, n_views, fps, cpf, names, reproj_px=None, trust
         vel[1:] = np.linalg.norm(np.diff(body, axis=0), axis=-1).max(-1) * fps
     if len(body) >= 3:
         acc[1:-1] = np.linalg.norm(body[2:] - 2 * body[1:-1] + body[:-2], axis=-1).max(-1) * fps**2
-    eyes = eye_midpoint(joints, tuple(names))
-    with np.errstate(invalid="ignore"):
-        eye_far = np.linalg.norm(eyes - cpf, axis=-1) > EYE_ARIA_FAR_M
     window = max(1, int(round(STATIC_WINDOW_S * fps)))
     static = maximum_filter1d(vel, window, mode="nearest") < STATIC_M_S if len(vel) else np.zeros(0, bool)
     high_reproj = np.zeros(len(body), bool)
@@ -169,7 +178,7 @@ def quality_flags(joints, valid, n_views, fps, cpf, names, reproj_px=None, trust
         "FEW_CAMS": n_views < MIN_CAMS,
         "FAST_JOINT": valid & (vel > FAST_JOINT_M_S),
         "HIGH_ACCEL": valid & (acc > HIGH_ACCEL_M_S2),
-        "EYE_ARIA_FAR": valid & np.nan_to_num(eye_far, nan=False).astype(bool),
+        "EYE_ARIA_FAR": eyes_off_anchor(joints, cpf, names, max_eye_anchor_m),
         "STATIC": valid & static,
         "HIGH_REPROJ": valid & high_reproj,
         "SHORT_SEGMENT": short,

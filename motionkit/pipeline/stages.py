@@ -30,6 +30,7 @@ from motionkit.body.fitting import (
 from motionkit.body.model import BodyModel
 from motionkit.body.quality import (
     dropped_views,
+    eyes_off_anchor,
     joint_trusted,
     observation_support,
     quality_flags,
@@ -343,6 +344,8 @@ def stage_fit(ctx: StageContext) -> None:
     shift, distance = _world_shift(r, out, cameras["T_cam_world"], valid, support.cameras, ctx.config)
     out = dataclasses.replace(out, transl=out.transl + shift, joints=out.joints + shift)
     cameras["T_cam_world"] = shifted_cameras(cameras["T_cam_world"], shift)
+    # the Aria knows where the head is: a fitted head far from it is not the wearer's body there
+    valid = valid & ~eyes_off_anchor(out.joints, r["aria/position"], FACE_KEYPOINTS, trust.max_eye_anchor_m)
     J = out.joints.copy()
     J[~valid] = np.nan
     nanv = np.where(valid[:, None], 1.0, np.nan)
@@ -362,7 +365,7 @@ def stage_fit(ctx: StageContext) -> None:
     r.arrays["valid"] = valid
     trusted = joint_trusted(support.joint, valid, fps, trust)
     r.put("flags", quality_flags(out.joints, valid, n_views, fps, r["aria/position"], FACE_KEYPOINTS, out.reproj_px,
-                                 trusted))  # fmt: skip
+                                 trusted, trust.max_eye_anchor_m))  # fmt: skip
     views_dropped = int(dropped_views(inp.weights, out.obs_weight).sum())
     views_weighted = int(weighted_views(inp.weights).sum())
     seen = np.where(valid[:, None], out.reproj_px, np.nan)

@@ -4,6 +4,7 @@ import pytest
 from motionkit.body.quality import (
     TrustConfig,
     dropped_views,
+    eyes_off_anchor,
     flag_shares,
     joint_trusted,
     observation_support,
@@ -42,7 +43,10 @@ def test_flags_follow_their_rules():
     np.testing.assert_array_equal(np.flatnonzero(f["FEW_CAMS"]), np.arange(10, 20))
     assert f["STATIC"][:50].all() and not f["STATIC"][100:].any()  # the 1.5-s window reaches 0.75 s around
     np.testing.assert_array_equal(np.flatnonzero(f["HIGH_REPROJ"]), np.arange(30, 35))
-    assert f["EYE_ARIA_FAR"][150:185].all() and not f["EYE_ARIA_FAR"][:150].any()
+    # the anchor 0.5 m off from frame 150 on, valid or not (such frames are made invalid: eyes_off_anchor)
+    np.testing.assert_array_equal(np.flatnonzero(f["EYE_ARIA_FAR"]), np.arange(150, M))
+    np.testing.assert_array_equal(f["EYE_ARIA_FAR"], eyes_off_anchor(J, cpf, NAMES, 0.30))
+    assert eyes_off_anchor(J, cpf, NAMES, 0.6).sum() == 0  # 0.5 m off: within 0.6 m
     assert f["SHORT_SEGMENT"][188:].all() and not f["SHORT_SEGMENT"][:185].any()
     assert not f["FAST_JOINT"].any() and not f["HIGH_ACCEL"][5:75].any()
 
