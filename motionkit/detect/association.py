@@ -132,8 +132,8 @@ def project_face(rig: CameraRig, anchor_pos: np.ndarray, anchor_rot: np.ndarray 
 
 def head_distances(box: np.ndarray, kp: np.ndarray, conf: np.ndarray, face_uv: np.ndarray, anchor_uv: np.ndarray,
                    conf_min: float = 0.3) -> np.ndarray:  # fmt: skip
-    """``(N,)`` pixels between each detection's head and the wearer's expected one: the median over its
-    confident face keypoints (``kp (N, 17, 2)``, ``conf (N, 17)``) of their distance to where the
+    """``(N,)`` pixels between each detection's head and the wearer's expected one: the lower median over
+    its confident face keypoints (``kp (N, 17, 2)``, ``conf (N, 17)``) of their distance to where the
     wearer's would be (``face_uv (N, 5, 2)``, ``project_face``), else the distance of its box top
     centre moved down by 10 % of the box height from the anchor ``anchor_uv (N, 2)``. Each keypoint
     against its own expected place: from behind the ears are all a head shows, and they lie about 9 cm
