@@ -57,6 +57,7 @@ class AssociationConfig:
     track_switch_ratio: float = 2.0  # leave the track for a candidate whose head is this many times nearer the anchor
     lean_reach_m: float = 0.5  # hips-to-head radius of a bend: the head's drop lets it lead the feet (0: off)
     lean_dead_zone_m: float = 0.08  # head drop that gait and posture explain (no allowance)
+    standing_eye_height_m: float = 1.45  # the anchor's height over the floor of a standing adult, at the least
 
 
 @dataclass
@@ -189,7 +190,8 @@ def lean_reach(anchor_pos: np.ndarray, anchor_ok: np.ndarray, floor_z: float, cf
     """``(F,)`` how far (m, horizontally) a bend may put the wearer's head ahead of the feet in each frame.
 
     The head's drop ``d`` below its standing height (the 90th percentile of the anchor's height over the
-    floor in the take), less ``lean_dead_zone_m`` (gait and posture), is read as the torso turning about
+    floor in the take, or ``standing_eye_height_m`` if higher: a wearer seated for the whole take never
+    shows it), less ``lean_dead_zone_m`` (gait and posture), is read as the torso turning about
     the hips with radius ``L = lean_reach_m``: the head then moves ``sqrt(2 L d - d^2)`` forward. Zero
     without a floor or valid anchors, or with ``lean_reach_m`` 0.
     """
@@ -198,7 +200,8 @@ def lean_reach(anchor_pos: np.ndarray, anchor_ok: np.ndarray, floor_z: float, cf
     if cfg.lean_reach_m <= 0 or not ok.any():
         return np.zeros(len(anchor_pos))
     L = cfg.lean_reach_m
-    drop = np.clip(np.nanpercentile(height[ok], 90) - height - cfg.lean_dead_zone_m, 0.0, L)
+    standing = max(float(np.nanpercentile(height[ok], 90)), cfg.standing_eye_height_m)
+    drop = np.clip(standing - height - cfg.lean_dead_zone_m, 0.0, L)
     return np.where(ok, np.sqrt(2 * L * drop - drop**2), 0.0)
 
 

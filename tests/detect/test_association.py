@@ -164,6 +164,23 @@ def test_lean_reach_follows_the_heads_drop():
     assert (lean_reach(anchor, ok, 0.1, AssociationConfig(lean_reach_m=0.0)) == 0).all()
 
 
+def test_a_wearer_seated_all_take_long_leans_from_a_standing_height():
+    """Seated for the whole take (the anchor 1.15 m over the floor): the take's own 90th percentile shows
+    no drop, so the standing height is at least ``standing_eye_height_m`` and the seated head may lead the
+    feet as a bend would (seed 41's health: the feet 0.5 m nearer a camera than the head, and the wearer
+    rejected as someone in front in 145 camera-frames of one take)."""
+    height = np.full(100, 1.15)
+    ok = np.ones(100, dtype=bool)
+    anchor = np.stack([np.zeros(100), np.zeros(100), height + 0.1], -1)  # floor at z = 0.1
+    cfg = AssociationConfig(lean_reach_m=0.5, lean_dead_zone_m=0.08, standing_eye_height_m=1.45)
+    d = 1.45 - 1.15 - 0.08
+    np.testing.assert_allclose(lean_reach(anchor, ok, 0.1, cfg), np.sqrt(2 * 0.5 * d - d**2))
+    assert (lean_reach(anchor, ok, 0.1, AssociationConfig(standing_eye_height_m=0.0)) == 0).all()  # the take's own
+    standing = anchor.copy()
+    standing[:, 2] += 0.45  # standing at 1.6 m: the take's own height rules, no drop
+    assert (lean_reach(standing, ok, 0.1, cfg) == 0).all()
+
+
 def test_a_bending_wearer_is_not_taken_for_someone_in_front(realistic31):
     """Realistic takes (seed 31): a wearer bending or crouching away from a camera has the feet 0.3-0.5 m
     nearer it than the head, as someone standing in front would; the lean the head's drop allows keeps
