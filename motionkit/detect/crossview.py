@@ -78,9 +78,7 @@ def match_errors(keypoints: np.ndarray, conf: np.ndarray, projected: np.ndarray,
     use = np.where(swap, usable[1], usable[0])
     enough = (use.sum(1) >= cfg.min_joints) & (height > 0)
     out = np.full(len(keypoints), np.inf)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        out[enough] = np.nanmedian(d[enough], 1) / height[enough]
+    out[enough] = np.nanmedian(d[enough], 1) / height[enough]  # min_joints values in each of these rows
     return out
 
 

@@ -1,0 +1,34 @@
+"""The fit stage's validity: what the Aria head anchor adds to the views' rule."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from motionkit.data.egoexo4d import EgoExoDataset
+from motionkit.pipeline import PipelineConfig, run_fit
+from motionkit.pipeline.config import with_leaf
+
+FAST = PipelineConfig(fit_iters=(5, 10, 5))
+
+
+def test_frames_whose_fitted_eyes_are_far_from_the_aria_anchor_are_not_valid(synth_root, tmp_path):
+    """The same take fitted twice, the second time with ``trust.max_eye_anchor_m`` between the fitted
+    eyes' distances from the anchor (the fit itself is the same: validity does not feed back into it):
+    the frames farther than that lose their validity and carry ``EYE_ARIA_FAR``, the others keep theirs."""
+    uid = EgoExoDataset(synth_root).takes()[0].take_uid
+    base = run_fit(synth_root, uid, tmp_path / "a", FAST, progress=False, plot=False).result
+    eyes = base["fit/coco17_all"][:, [1, 2]].mean(1)  # the fitted eye midpoint, every frame (world metres)
+    dist = np.linalg.norm(eyes - base["aria/position"], axis=-1)  # NaN where the anchor is unknown
+    assert not base["flags/EYE_ARIA_FAR"].any() and (np.nan_to_num(dist) < 0.30).all()  # the default: none here
+    known = np.sort(dist[np.isfinite(dist)])
+    middle = slice(len(known) // 4, 3 * len(known) // 4)
+    k = np.argmax(np.diff(known[middle])) + len(known) // 4  # the widest gap among the middle half
+    limit = float(0.5 * (known[k] + known[k + 1]))
+    far = np.nan_to_num(dist) > limit  # unknown anchor: not far
+    strict = run_fit(synth_root, uid, tmp_path / "b", with_leaf(FAST, "trust.max_eye_anchor_m", limit),
+                     progress=False, plot=False).result  # fmt: skip
+    valid, strict_valid = base["valid"].astype(bool), strict["valid"].astype(bool)
+    assert (valid & far).sum() > 10 and (valid & ~far).sum() > 10  # both sides of the limit are exercised
+    np.testing.assert_array_equal(strict_valid, valid & ~far)
+    np.testing.assert_array_equal(strict["flags/EYE_ARIA_FAR"].astype(bool), far)
+    assert np.isnan(strict["joints/coco17"][far]).all()  # what is not valid is not stored
