@@ -114,7 +114,10 @@ class BodyFitConfig:
     second_pass_iters: int = 100  # ... and re-run stage C for this many iterations (0: no second pass)
     second_pass_rounds: int = 2  # drop-and-refit rounds (the second finds what the first fit's errors hid)
     refine_cameras: bool = True  # then move each camera onto the fitted landmarks and fit again ...
-    camera_refine_rounds: int = 2  # ... this many times
+    camera_refine_rounds: int = 2  # ... this many times (each one a whole refit) ...
+    camera_refine_step: float = 2.0  # ... each round applying this multiple of the correction that the
+    # refinement finds (the refit body follows the moved cameras part of the way, so plain rounds creep:
+    # ``refine_camera_poses``' ``step``; 1: plain)
     camera_refine: CameraRefineConfig = CameraRefineConfig()
     window: int = 600
     overlap: int = 40
@@ -768,8 +771,9 @@ def fit_takes(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
 
     With ``cfg.refine_cameras``, each take's cameras are then moved onto its fitted landmarks
     (``refine_camera_poses``, with the fit's final observation weights) and the takes are fitted again
-    through them, ``cfg.camera_refine_rounds`` times; ``FitOutput.camera_refinement`` holds the cameras
-    used and their change from the calibration."""
+    through them, ``cfg.camera_refine_rounds`` times, each round stepping ``cfg.camera_refine_step`` times
+    the correction found (over-relaxed: the refit body absorbs part of each correction);
+    ``FitOutput.camera_refinement`` holds the cameras used and their change from the calibration."""
     cfg = cfg or BodyFitConfig()
     outs = _fit_takes_once(body, inputs, cfg, progress)
     rounds = cfg.camera_refine_rounds if cfg.refine_cameras else 0
@@ -781,9 +785,9 @@ def fit_takes(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
     for _ in range(rounds):
         for k, (x, o) in enumerate(zip(inputs, outs, strict=True)):
             landmarks = o.joints[:, rows]
-            history[k].append(
-                refine_camera_poses(x.T_cam_world, x.params, landmarks, x.keypoints, o.obs_weight, cfg.camera_refine)
-            )
+            refined = refine_camera_poses(x.T_cam_world, x.params, landmarks, x.keypoints, o.obs_weight,
+                                          cfg.camera_refine, cfg.camera_refine_step)  # fmt: skip
+            history[k].append(refined)
         inputs = [dataclasses.replace(x, T_cam_world=h[-1].T_cam_world) for x, h in zip(inputs, history, strict=True)]
         outs = _fit_takes_once(body, inputs, cfg, progress)
     return [

@@ -31,15 +31,16 @@ class TrustConfig:
     ``support_weight``: an observation supports its joint when its final fit weight (confidence,
     association and robust weights together, ``fit/obs_weight``) is above this; guessed keypoints of
     hidden joints rarely are. ``view_landmarks``: a view supports the frame with at least this many
-    supported landmarks (of 17). ``trust_views``: a joint of a valid frame is trusted when the median
-    of its supporting views over ``support_window_s`` (centred) is at least this (the fit is smooth in
-    time: one frame's dropped observation does not move the joint, a hidden stretch does). A frame is
-    valid with two or more supporting views in a run at least ``min_seen_run_s`` long, or in a gap of
-    at most ``max_gap_s`` between such runs across which the body moves at most ``max_gap_travel_m``
-    (``valid_frames``: the fit is smooth through it; a runner is not); frames that two views each see
-    with ``seen_view_landmarks`` or more supported landmarks are valid too, in runs as long, but bridge
-    no gap. ``max_eye_anchor_m``: a frame whose fitted eyes lie farther than this from the Aria head
-    anchor is not valid (``eyes_off_anchor``; the Aria knows where the wearer's head is)."""
+    supported landmarks (of 17). ``trust_views``: a joint of a valid frame is trusted when this many
+    views support it in that frame, or in the median over ``support_window_s`` (centred) of its
+    supporting views (the fit is smooth in time: one frame's dropped observation does not move the
+    joint). A frame is valid with two or more supporting views in a run at least ``min_seen_run_s``
+    long, or in a gap of at most ``max_gap_s`` between such runs across which the body moves at most
+    ``max_gap_travel_m`` (``valid_frames``: the fit is smooth through it; a runner is not); frames that
+    two views each see with ``seen_view_landmarks`` or more supported landmarks are valid too, in runs
+    as long, but bridge no gap. ``max_eye_anchor_m``: a frame whose fitted eyes lie farther than this
+    from the Aria head anchor is not valid (``eyes_off_anchor``; the Aria knows where the wearer's head
+    is)."""
 
     support_weight: float = 0.02
     view_landmarks: int = 8
@@ -90,11 +91,12 @@ def dropped_views(input_weight: np.ndarray, obs_weight: np.ndarray) -> np.ndarra
 
 
 def joint_trusted(support: np.ndarray, valid: np.ndarray, fps: float, cfg: TrustConfig) -> np.ndarray:
-    """``(M, 17)`` bool: the joint of a valid frame whose supporting views ``support (M, 17)``, median
-    over ``cfg.support_window_s``, number ``cfg.trust_views`` or more."""
+    """``(M, 17)`` bool: the joint of a valid frame whose supporting views ``support (M, 17)`` number
+    ``cfg.trust_views`` or more in that frame, or in their median over ``cfg.support_window_s`` (a
+    stretch that two views support carries the smooth fit across one view's dropped observations)."""
     size = 2 * int(round(cfg.support_window_s * fps / 2)) + 1
     steady = median_filter(support, size=(size, 1), mode="nearest") if len(support) else support
-    return valid[:, None] & (steady >= cfg.trust_views)
+    return valid[:, None] & (np.maximum(steady, support) >= cfg.trust_views)
 
 
 def _long_runs(seen: np.ndarray, fps: float, min_run_s: float) -> np.ndarray:

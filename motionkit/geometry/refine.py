@@ -52,6 +52,7 @@ def refine_camera_poses(
     pixels: np.ndarray,
     weights: np.ndarray,
     cfg: CameraRefineConfig | None = None,
+    step: float = 1.0,
 ) -> CameraRefinement:
     """Move each camera so that ``points`` project onto ``pixels``.
 
@@ -61,6 +62,9 @@ def refine_camera_poses(
         points: ``(M, J, 3)`` world metres (the fitted landmarks; NaN where missing).
         pixels: ``(M, V, J, 2)`` raw pixels of the observations (NaN where missing).
         weights: ``(M, V, J)`` >= 0, the fit's final observation weights.
+        step: the multiple of the minimising correction that is applied (``r_v``, ``t_v`` scaled): 1 the
+            minimiser; above 1 an over-relaxed step for an alternation in which the points follow the
+            moved cameras part of the way (``body.fitting.fit_takes``).
 
     Minimises, over a rotation vector ``r_v`` and translation ``t_v`` per camera (camera frame,
     ``T_v' = [exp(r_v) | t_v] T_v``), ``sum w GM(|proj_v(X) - x|^2) / sum w + sum |r_v / sigma_r|^2 + |t_v /
@@ -106,6 +110,7 @@ def refine_camera_poses(
     if ok.any():
         opt.step(closure)
     with torch.no_grad():
+        rot, trans = rot * step, trans * step
         after = residuals_sq(rot, trans)
         dR = roma.rotvec_to_rotmat(rot)
         out = np.array(T_cam_world, dtype=np.float64, copy=True)

@@ -127,16 +127,18 @@ def test_support_counts_views_whose_weight_is_kept():
     np.testing.assert_array_equal(support.cameras[1], [True, True, False, False])
 
 
-def test_a_joint_is_trusted_where_two_views_support_it_steadily():
+def test_a_joint_is_trusted_where_two_views_support_it_in_the_frame_or_steadily():
     fps, M = 20.0, 60
     support = np.full((M, 17), 3)
     support[10, 13] = 1  # one frame's observation dropped: the fit is smooth there, still trusted
-    support[30:45, 15:] = 1  # the ankles hidden for 0.75 s: not trusted
+    support[30:45, 15:] = 1  # the ankles hidden for 0.75 s: not trusted ...
+    support[37, 15:] = 2  # ... but in the one frame where two views see them
     valid = np.ones(M, bool)
     valid[50:] = False
     t = joint_trusted(support, valid, fps, TrustConfig(support_window_s=0.25))
     assert t[10, 13] and not t[50:].any()
-    assert not t[32:43, 15:].any() and t[32:43, :15].all()
+    hidden = np.r_[32:37, 38:43]
+    assert not t[hidden, 15:].any() and t[37, 15:].all() and t[32:43, :15].all()
     assert t[:28].all() and t[47:50].all()
     f = quality_flags(_body(M, fps, np.ones(M)), valid, np.full(M, 3), fps, np.zeros((M, 3)), NAMES,
                       trusted=np.where(np.arange(M)[:, None] < 20, t, t & (np.arange(17) < 8)))  # fmt: skip

@@ -89,3 +89,23 @@ def test_rounds_chain_into_one_change_from_the_calibration(scene):
     np.testing.assert_allclose(both.rotation_deg, _angle_deg(second.T_cam_world, T_cal), atol=1e-6)
     moved = second.T_cam_world[:, :3, 3] + (second.T_cam_world[:, :3, :3] @ np.linalg.inv(T_cal)[:, :3, 3:])[..., 0]
     np.testing.assert_allclose(both.translation_m, np.linalg.norm(moved, axis=-1), atol=1e-9)
+
+
+def test_an_over_relaxed_step_applies_a_multiple_of_the_minimising_correction(scene):
+    """``step`` scales the rotation vector and translation of each camera's correction: twice the
+    step, twice the angle and the translation (the fit's alternation steps past the minimiser because
+    the refit body absorbs part of each correction)."""
+    T_true, params, X = scene
+    rng = np.random.default_rng(5)
+    px = _project(T_true, params, X) + rng.normal(0, 3.0, (len(X), len(T_true), 17, 2))
+    w = np.where(np.isfinite(px).all(-1), 1.0, 0.0)
+    T_cal = _perturb(T_true, rng)
+    plain = refine_camera_poses(T_cal, params, X, px, w)
+    double = refine_camera_poses(T_cal, params, X, px, w, step=2.0)
+    assert plain.rotation_deg.min() > 0.05
+    np.testing.assert_allclose(double.rotation_deg, 2 * plain.rotation_deg, rtol=1e-6)
+    D1 = plain.T_cam_world @ np.linalg.inv(T_cal)
+    D2 = double.T_cam_world @ np.linalg.inv(T_cal)
+    np.testing.assert_allclose(D2[:, :3, 3], 2 * D1[:, :3, 3], atol=1e-9)
+    # past the minimiser: the residual after the doubled step is larger than after the plain one
+    assert np.nanmedian(double.residual_px_after) > np.nanmedian(plain.residual_px_after)
