@@ -5,7 +5,8 @@ of the whole tree, less the execution options, decides whether earlier outputs a
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import InitVar, asdict, dataclass, field
+import functools
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from motionkit.body.fitting import KERNEL_CHOICES, BodyFitConfig
@@ -61,7 +62,8 @@ class PipelineConfig:
     per-joint trust, ``body.quality``).
 
     The constructor also takes ``fit_iters``, ``refine_cameras``, ``conf_power`` and ``size_power``
-    (``SHORTCUTS``), which set those leaves of the sub-configs; they read back as properties.
+    (``SHORTCUTS``), which set those leaves of the sub-configs; they read back as properties. They are
+    not fields, so ``dataclasses.replace(cfg, body_fit=...)`` keeps the sub-config it is given.
     """
 
     fps: float = DEFAULT_FIT_FPS
@@ -86,20 +88,12 @@ class PipelineConfig:
     body_fit: BodyFitConfig = field(default_factory=BodyFitConfig)
     trust: TrustConfig = field(default_factory=TrustConfig)
     world_anchor: WorldAnchorConfig = field(default_factory=WorldAnchorConfig)
-    fit_iters: InitVar[tuple[int, int, int] | None] = None
-    refine_cameras: InitVar[bool | None] = None
-    conf_power: InitVar[float | None] = None
-    size_power: InitVar[float | None] = None
 
-    def __post_init__(self, fit_iters, refine_cameras, conf_power, size_power) -> None:
+    def __post_init__(self) -> None:
         if self.association not in ASSOCIATION_MODES:
             raise ValueError(f"association must be one of {', '.join(ASSOCIATION_MODES)}; got {self.association!r}")
         if self.kernels not in KERNEL_MODES:
             raise ValueError(f"kernels must be one of {', '.join(KERNEL_MODES)}; got {self.kernels!r}")
-        given = dict(zip(SHORTCUTS, (fit_iters, refine_cameras, conf_power, size_power), strict=True))
-        for name, value in given.items():
-            if value is not None:
-                _set_leaf(self, SHORTCUTS[name], tuple(value) if name == "fit_iters" else value)
 
     def to_dict(self) -> dict:
         """Every leaf, nested as the tree is (JSON-ready but for tuples)."""
@@ -124,7 +118,7 @@ class PipelineConfig:
             if path not in config_leaves(cfg):
                 raise ValueError(f"no option {path!r} in PipelineConfig")
             _set_leaf(cfg, path, value)
-        cfg.__post_init__(None, None, None, None)
+        cfg.__post_init__()
         return cfg
 
     @classmethod
@@ -188,7 +182,7 @@ def with_leaf(cfg: PipelineConfig, path: str, value: Any) -> PipelineConfig:
     """A copy of ``cfg`` with the leaf at ``path`` set (validated as the constructor validates)."""
     new = dataclasses.replace(cfg)
     _set_leaf(new, path, value)
-    new.__post_init__(None, None, None, None)
+    new.__post_init__()
     return new
 
 
@@ -202,6 +196,22 @@ def _shortcut(path: str) -> property:
     return property(get, doc=f"``{path}``")
 
 
-# the shortcuts read back as properties (set after the dataclass is made: its __init__ keeps them as keywords)
-for _name, _path in SHORTCUTS.items():
+def _with_shortcuts(fields_init):
+    """The dataclass ``__init__`` plus the ``SHORTCUTS`` keywords. They are no fields (an ``InitVar``
+    would be: ``dataclasses.replace`` reads each one back through its property and passes it on, so
+    ``replace(cfg, body_fit=...)`` would undo the given sub-config's leaf with the old value)."""
+
+    @functools.wraps(fields_init)
+    def __init__(self, *args, **kwargs) -> None:
+        given = {name: kwargs.pop(name) for name in SHORTCUTS if name in kwargs}
+        fields_init(self, *args, **kwargs)
+        for name, value in given.items():
+            if value is not None:
+                _set_leaf(self, SHORTCUTS[name], tuple(value) if name == "fit_iters" else value)
+
+    return __init__
+
+
+PipelineConfig.__init__ = _with_shortcuts(PipelineConfig.__init__)
+for _name, _path in SHORTCUTS.items():  # the shortcuts read back as properties
     setattr(PipelineConfig, _name, _shortcut(_path))

@@ -3,11 +3,13 @@ leaf and shows its dataclass default, and the tree survives JSON."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import click
 import pytest
 
+from motionkit.body.fitting import BodyFitConfig
 from motionkit.cli import main
 from motionkit.cli.fit import FIT_OPTIONS
 from motionkit.data.store import config_hash
@@ -19,6 +21,7 @@ from motionkit.pipeline.config import (
     config_leaves,
     with_leaf,
 )
+from motionkit.pipeline.fit_inputs import ObservationWeighting
 
 # values a leaf can take besides its default, for leaves whose type alone does not say (choices)
 CHOICES = {
@@ -98,6 +101,18 @@ def test_shortcuts_set_and_read_the_leaves_inside_the_tree():
     assert PipelineConfig().body_fit.iters == (100, 200, 150)  # the default is not shared between configs
     with pytest.raises(ValueError, match="conf_power"):
         PipelineConfig(conf_power=-1.0)
+
+
+def test_replacing_a_sub_config_keeps_its_leaves_and_shortcuts_still_replace():
+    """``dataclasses.replace`` with a new sub-config keeps that sub-config's values (with the shortcuts
+    as init-only fields it read them back from the old tree and set them again)."""
+    cfg = PipelineConfig(refine_cameras=False, conf_power=2.0)
+    new = dataclasses.replace(cfg, body_fit=BodyFitConfig(iters=(1, 2, 3)), weighting=ObservationWeighting(1.0))
+    assert new.body_fit.refine_cameras is new.refine_cameras is True and new.fit_iters == (1, 2, 3)
+    assert new.conf_power == 1.0 and cfg.conf_power == 2.0 and cfg.refine_cameras is False
+    assert config_hash(new.result_dict()) != config_hash(cfg.result_dict())
+    again = dataclasses.replace(new, refine_cameras=False, device="cpu")
+    assert again.body_fit.refine_cameras is False and again.body_fit.iters == (1, 2, 3) and again.device == "cpu"
     with pytest.raises(ValueError, match="association"):
         PipelineConfig(association="largest")
 
