@@ -486,38 +486,50 @@ def view_outliers(
     min_joints: int = 4,
     head_joints: tuple[int, ...] = (0, 1, 2, 3, 4),
     rig: CameraRig | None = None,
-    max_head_m: float = 0.15,
+    max_offset_m: float = 0.15,
+    confidence: np.ndarray | None = None,
+    conf_min: float = 0.5,
 ) -> np.ndarray:
     """``(F, V)`` bool: views whose person as a whole disagrees with the others (``VIEW_OUTLIER``), e.g.
     a bystander selected while the wearer is hidden in that view.
 
-    A view is an outlier at a frame seen by at least ``min_views`` views when, of its at least
-    ``min_joints`` observed joints, a share of ``min_share`` or more is rejected (not an inlier of a
-    triangulated joint, or more than ``max_residual_px`` from the best point of the others), or when
-    the median residual of its ``head_joints`` exceeds ``max_residual_px`` or, given the ``rig``, the
-    pixels that ``max_head_m`` spans at the head's distance from that camera (a person 0.3 m from the
-    wearer is ~50 px away in a camera 10 m off, within any pixel threshold that near cameras need).
-    With two views nothing says which one is wrong: no outliers there.
+    At a frame seen by at least ``min_views`` views, a view is an outlier when a share of ``min_share``
+    or more of its keypoints (``min_joints`` at least) is rejected: of all of them, those that are no
+    inlier of a triangulated joint or lie more than ``max_residual_px`` from the best point of the
+    others; or of its confident ones, those that are no inlier or lie farther than the limit from the
+    point. It is one as well when the median residual of its confident ``head_joints`` exceeds the
+    limit. The limit is ``max_residual_px`` and, given the ``rig``, at most the pixels that
+    ``max_offset_m`` spans at the head's distance from that camera (a person 0.3 m from the wearer is
+    ~50 px away in a camera 10 m off, within any pixel threshold that near cameras need). Confident
+    are the keypoints of ``conf_min`` or more given their ``confidence (F, V, J)``, else all: a camera
+    behind the wearer gets the hidden face as low-confidence guesses a tenth of the body's height off,
+    which are no evidence of someone else. With two views nothing says which one is wrong: no
+    outliers there.
     """
     res = tri.residual_px  # (F, V, J) NaN where the view has no observation
     has = np.isfinite(res)
-    ok = (tri.status == OK)[:, None, :]
-    rejected = has & ((ok & ~tri.inlier) | (~ok & (res > max_residual_px)))
-    n_obs = has.sum(-1)
-    share = rejected.sum(-1) / np.maximum(n_obs, 1)
-    head = np.where(has[..., list(head_joints)], res[..., list(head_joints)], np.nan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # views without a head observation
-        head_med = np.nanmedian(head, axis=-1)
-    limit = np.full(head_med.shape, max_residual_px)
+    confident = has if confidence is None else has & (confidence >= conf_min)
+    limit = np.full(res.shape[:2], max_residual_px)
     if rig is not None:  # metres to pixels at the head (the fisheye's r ~ f theta near its centre)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             head_pt = np.nanmean(tri.points[:, list(head_joints)], axis=1)  # (F, 3)
         dist = np.linalg.norm(head_pt[:, None] - rig.centers[None], axis=-1)  # (F, V)
-        limit = np.fmin(limit, max_head_m * rig.params[:, 0] / dist)
-    enough = (has.any(-1).sum(-1) >= min_views)[:, None] & (n_obs >= min_joints)
-    return enough & ((share >= min_share) | (head_med > limit))
+        limit = np.fmin(limit, max_offset_m * rig.params[:, 0] / dist)
+    ok = (tri.status == OK)[:, None, :]
+    with np.errstate(invalid="ignore"):
+        off_all = has & ((ok & ~tri.inlier) | (~ok & (res > max_residual_px)))
+        off_confident = confident & ((ok & ~tri.inlier) | (res > limit[..., None]))
+    seen = (has.any(-1).sum(-1) >= min_views)[:, None]
+    outlier = np.zeros(res.shape[:2], bool)
+    for judged, off in ((has, off_all), (confident, off_confident)):
+        n = judged.sum(-1)
+        outlier |= seen & (n >= min_joints) & (off.sum(-1) >= min_share * n)
+    head = np.where(confident[..., list(head_joints)], res[..., list(head_joints)], np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # views without a head observation
+        head_med = np.nanmedian(head, axis=-1)
+    return outlier | (seen & (has.sum(-1) >= min_joints) & (head_med > limit))
 
 
 def huber_refine_points(X, px, w, rig: CameraRig, delta: float = 10.0, iters: int = 4) -> np.ndarray:

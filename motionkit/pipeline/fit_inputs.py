@@ -2,7 +2,7 @@
 
 ``build_fit_inputs`` turns a result holding the association and triangulation stages into
 ``FitInputs``: the selected views (``selected_views``), the weights below, and no weight for what
-triangulation rejected.
+triangulation rejected or does not use.
 
 A detector's keypoint error is not the same for every observation: it grows with the person's size in
 the image (top-down models see every person at the same crop resolution, so one crop pixel covers more
@@ -93,20 +93,23 @@ def build_fit_inputs(
     rig: CameraRig,
     fps: float,
     weighting: ObservationWeighting | None = None,
-    max_residual_px: float = TriangulationConfig.max_residual_px,
+    triangulation: TriangulationConfig | None = None,
 ) -> FitInputs:
     """``FitInputs`` from a result holding the association and triangulation stages: selected keypoints
     weighted by ``observation_weights`` (confidence, association confidence, the person's size). No
-    weight for pruned cameras, for the views that triangulation rejected at joints it triangulated, and,
-    at joints it could not triangulate, for the views more than ``max_residual_px`` from the best point
-    of the others (triangulation's own rejection distance)."""
+    weight for keypoints below the ``triangulation`` config's ``conf_min`` (what triangulation does not
+    use either: a detector's guess at a hidden joint), for pruned cameras, for the views that
+    triangulation rejected at joints it triangulated, and, at joints it could not triangulate, for the
+    views more than its ``max_residual_px`` from the best point of the others."""
+    tcfg = triangulation or TriangulationConfig()
     sel = selected_views(r)
-    w = observation_weights(r["association/confidence"], r["association/assoc_conf"], r["association/box"], sel,
-                            weighting)  # fmt: skip
+    conf = np.asarray(r["association/confidence"], dtype=np.float64)
+    conf = np.where(conf >= tcfg.conf_min, conf, 0.0)  # NaN: none
+    w = observation_weights(conf, r["association/assoc_conf"], r["association/box"], sel, weighting)
     tri_ok = (r["triangulation/status"] == 0)[:, None, :]
     rejected = tri_ok & ~r["triangulation/inlier"].astype(bool)
     with np.errstate(invalid="ignore"):
-        disagrees = ~tri_ok & (r["triangulation/residual_px"] > max_residual_px)
+        disagrees = ~tri_ok & (r["triangulation/residual_px"] > tcfg.max_residual_px)
     w = np.where(rejected | disagrees, 0.0, w)
     return FitInputs(fps, r["association/keypoints"], w, r["grid/frame_index"], r["triangulation/points"], rig.params,
                      rig.T_cam_world)  # fmt: skip

@@ -258,7 +258,7 @@ def stage_triangulate(ctx: StageContext) -> None:
     tcfg = ctx.config.triangulation
     tri = triangulate(r["association/keypoints"], conf, rig, tcfg)
     # (M, V) VIEW_OUTLIER: the whole view disagrees (a bystander, say)
-    outlier = view_outliers(tri, max_residual_px=tcfg.max_residual_px, rig=rig)
+    outlier = view_outliers(tri, max_residual_px=tcfg.max_residual_px, rig=rig, confidence=conf)
     if outlier.any():  # solve again without them: they may have been inliers at a few joints
         tri = triangulate(r["association/keypoints"], np.where(outlier[..., None], 0.0, conf), rig, tcfg)
     r.put(
@@ -304,7 +304,7 @@ def prepare_fit(ctx: StageContext) -> FitJob:
     cfg = ctx.config
     bcfg = dataclasses.replace(cfg.body_fit, device=str(resolve_device(cfg.device)), kernels=cfg.kernels)
     body = fit_body_model(cfg.body_model)
-    inputs = build_fit_inputs(r, take.rig, cfg.fps, cfg.weighting, cfg.triangulation.max_residual_px)
+    inputs = build_fit_inputs(r, take.rig, cfg.fps, cfg.weighting, cfg.triangulation)
     return FitJob(inputs, bcfg, body)
 
 

@@ -181,9 +181,36 @@ def test_a_view_of_someone_else_is_a_view_outlier(scene):
     assert not two.any()
 
 
-def test_a_bystander_in_a_far_camera_is_caught_by_the_metric_head_rule(scene):
+def test_a_hidden_face_guessed_with_low_confidence_is_not_someone_else(scene):
+    """A camera behind the wearer gets the face as low-confidence guesses 80-120 px off: the head test
+    counts only confident keypoints, so that view is not an outlier (it is without the confidences),
+    while a bystander detected with full confidence still is."""
+    rng = np.random.default_rng(5)
+    rig, X = scene[0]
+    px = rig.project(X) + rng.normal(0, 3.0, (*X.shape[:1], len(rig), 17, 2))
+    conf = np.where(np.isfinite(px).all(-1), 0.9, 0.0)
+    hidden = np.zeros(px.shape[:2], bool)
+    hidden[10:30, 1] = True
+    n = (hidden.sum(), 5)
+    ang, mag = rng.uniform(0, 2 * np.pi, n), rng.uniform(80, 120, n)
+    px[hidden, :5] += np.stack([np.cos(ang), np.sin(ang)], -1) * mag[..., None]
+    conf[hidden, :5] = np.where(conf[hidden, :5] > 0, rng.uniform(0.1, 0.5, n), 0.0)
+    bystander = np.zeros_like(hidden)
+    bystander[40:60, 2] = True
+    px = np.where(bystander[..., None, None], rig.project(X + np.array([0.5, 0.3, 0.0])), px)
+    tri = triangulate(px, conf, rig)
+    seen = ((conf > 0).sum(-1) >= 4) & ((conf > 0).any(-1).sum(-1) >= 3)[:, None]
+    assert (hidden & seen).sum() >= 15 and (bystander & seen).sum() >= 15
+    assert view_outliers(tri)[hidden & seen].mean() > 0.8  # the guesses alone look like someone else
+    flagged = view_outliers(tri, confidence=conf)
+    assert not flagged[hidden].any()
+    assert flagged[bystander & seen].all() and not flagged[~bystander].any()
+
+
+def test_a_bystander_in_a_far_camera_is_caught_by_the_metric_rules(scene):
     """Two cameras 4 m away and one 12 m away; in the far one a bystander 0.25 m beside the wearer:
-    ~35 px off there, under the 60-px rule, but 0.25 m is more than the 0.15 m the head rule allows."""
+    ~35 px off there, under the 60-px rule, but 0.25 m is more than the 0.15 m the rules allow. With
+    his face turned away (low-confidence head keypoints) his confident body keypoints still tell."""
     rng = np.random.default_rng(4)
     _, X = scene[0]
     X = X[:60] - np.nanmean(X[:60, 11:13], axis=(0, 1)) + np.array([0.0, 0.0, 1.0])  # around (0, 0, 1)
@@ -199,3 +226,8 @@ def test_a_bystander_in_a_far_camera_is_caught_by_the_metric_head_rule(scene):
     assert not view_outliers(tri).any()  # pixels alone cannot tell
     flagged = view_outliers(tri, rig=rig)
     assert flagged[:, 2].mean() > 0.9 and not flagged[:, :2].any()
+    conf = np.full(px.shape[:-1], 0.9)
+    conf[:, 2, :5] = 0.2  # the bystander's face: guesses
+    faceless = view_outliers(tri, rig=rig, confidence=conf)
+    assert faceless[:, 2].mean() > 0.9 and not faceless[:, :2].any()
+    assert not view_outliers(tri, rig=rig, confidence=conf, min_share=1.01)[:, 2].any()  # the head test cannot

@@ -15,6 +15,7 @@ from motionkit.body.world_anchor import shifted_cameras
 from motionkit.common.errors import DataError
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.store import read_result
+from motionkit.geometry.triangulation import TriangulationConfig
 from motionkit.pipeline import STAGES, PipelineConfig, build_fit_inputs, is_complete, run_fit
 from motionkit.pipeline.config import with_leaf
 
@@ -96,6 +97,23 @@ def test_view_outliers_get_no_weight_in_the_fit(synth_root, take_uid, tmp_path):
     assert (before[10:30, 0] > 0).any() and (after[10:30, 0] == 0).all()
     np.testing.assert_array_equal(np.delete(after, 0, 1), np.delete(before, 0, 1))
     np.testing.assert_array_equal(after[:10], before[:10])
+
+
+def test_keypoints_below_the_triangulation_confidence_floor_get_no_weight_in_the_fit(synth_root, take_uid, tmp_path):
+    """A keypoint triangulation does not use (confidence under its ``conf_min``) gets no fit weight
+    either; the floor comes from the triangulation config, and the weights above it do not change.
+    Without the floor such keypoints kept weight only at joints triangulation could not triangulate
+    (elsewhere they are no inlier): the hidden joints, where a guess is all there is."""
+    r = run_fit(synth_root, take_uid, tmp_path, FAST, until="triangulate", progress=False, plot=False).result
+    rig = EgoExoDataset(synth_root).take(take_uid).rig
+    conf = r["association/confidence"]
+    low = (conf > 0) & (conf < 0.3) & (r["association/det_index"] >= 0)[..., None]
+    w = build_fit_inputs(r, rig, 20.0).weights
+    assert low.sum() > 20 and (w[low] == 0).all()
+    w2 = build_fit_inputs(r, rig, 20.0, triangulation=TriangulationConfig(conf_min=0.0)).weights
+    untriangulated = np.broadcast_to((r["triangulation/status"] != 0)[:, None, :], low.shape)
+    assert (w2[low & untriangulated] > 0).any() and not (w2[low & ~untriangulated] > 0).any()
+    np.testing.assert_array_equal(w[~low], w2[~low])
 
 
 def test_the_cameras_the_fit_used_are_recorded(synth_root, take_uid, tmp_path):
