@@ -488,7 +488,7 @@ def view_outliers(
     rig: CameraRig | None = None,
     max_offset_m: float = 0.15,
     confidence: np.ndarray | None = None,
-    conf_min: float = 0.5,
+    confident_min: float = 0.5,
 ) -> np.ndarray:
     """``(F, V)`` bool: views whose person as a whole disagrees with the others (``VIEW_OUTLIER``), e.g.
     a bystander selected while the wearer is hidden in that view.
@@ -501,14 +501,14 @@ def view_outliers(
     limit. The limit is ``max_residual_px`` and, given the ``rig``, at most the pixels that
     ``max_offset_m`` spans at the head's distance from that camera (a person 0.3 m from the wearer is
     ~50 px away in a camera 10 m off, within any pixel threshold that near cameras need). Confident
-    are the keypoints of ``conf_min`` or more given their ``confidence (F, V, J)``, else all: a camera
+    are the keypoints of ``confident_min`` or more given their ``confidence (F, V, J)``, else all: a camera
     behind the wearer gets the hidden face as low-confidence guesses a tenth of the body's height off,
     which are no evidence of someone else. With two views nothing says which one is wrong: no
     outliers there.
     """
     res = tri.residual_px  # (F, V, J) NaN where the view has no observation
     has = np.isfinite(res)
-    confident = has if confidence is None else has & (confidence >= conf_min)
+    confident = has if confidence is None else has & (confidence >= confident_min)
     limit = np.full(res.shape[:2], max_residual_px)
     if rig is not None:  # metres to pixels at the head (the fisheye's r ~ f theta near its centre)
         with warnings.catch_warnings():
