@@ -517,9 +517,8 @@ def view_outliers(
         dist = np.linalg.norm(head_pt[:, None] - rig.centers[None], axis=-1)  # (F, V)
         limit = np.fmin(limit, max_offset_m * rig.params[:, 0] / dist)
     ok = (tri.status == OK)[:, None, :]
-    with np.errstate(invalid="ignore"):
-        off_all = has & ((ok & ~tri.inlier) | (~ok & (res > max_residual_px)))
-        off_confident = confident & ((ok & ~tri.inlier) | (res > limit[..., None]))
+    off_all = has & ((ok & ~tri.inlier) | (~ok & (res > max_residual_px)))  # NaN compares False
+    off_confident = confident & ((ok & ~tri.inlier) | (res > limit[..., None]))
     seen = (has.any(-1).sum(-1) >= min_views)[:, None]
     outlier = np.zeros(res.shape[:2], bool)
     for judged, off in ((has, off_all), (confident, off_confident)):

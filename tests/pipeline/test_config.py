@@ -101,6 +101,8 @@ def test_shortcuts_set_and_read_the_leaves_inside_the_tree():
     assert PipelineConfig().body_fit.iters == (100, 200, 150)  # the default is not shared between configs
     with pytest.raises(ValueError, match="conf_power"):
         PipelineConfig(conf_power=-1.0)
+    with pytest.raises(ValueError, match="association"):
+        PipelineConfig(association="largest")
 
 
 def test_replacing_a_sub_config_keeps_its_leaves_and_shortcuts_still_replace():
@@ -113,8 +115,6 @@ def test_replacing_a_sub_config_keeps_its_leaves_and_shortcuts_still_replace():
     assert config_hash(new.result_dict()) != config_hash(cfg.result_dict())
     again = dataclasses.replace(new, refine_cameras=False, device="cpu")
     assert again.body_fit.refine_cameras is False and again.body_fit.iters == (1, 2, 3) and again.device == "cpu"
-    with pytest.raises(ValueError, match="association"):
-        PipelineConfig(association="largest")
 
 
 @pytest.mark.parametrize("command", ["fit", "batch"])
