@@ -46,6 +46,18 @@ OK, TOO_FEW_VIEWS, RESIDUAL_REJECTED, CHEIRALITY, NO_CONVERGENCE = range(5)
 
 @dataclass(frozen=True)
 class TriangulationConfig:
+    """How joints are triangulated (``triangulate``) and whole views judged (``view_outliers``).
+
+    ``min_views``: views a joint needs; ``max_residual_px``: the worst view is removed while its
+    residual exceeds this; ``ransac_px``: inlier threshold of the RANSAC over view pairs; ``conf_min``:
+    keypoints below this confidence are not used; ``residual_stat``: "mean" or "max" over the inlier
+    views for the final rejection; ``huber_*``: optional Huber refinement of the points.
+    ``view_outlier_*`` (``view_outliers``): at frames seen by ``view_outlier_min_views`` views or more, a
+    view with ``view_outlier_min_joints`` keypoints or more is someone else when a share of
+    ``view_outlier_share`` of them is rejected; its limit is at most the pixels that
+    ``view_outlier_offset_m`` spans at the head's distance; keypoints of ``view_outlier_confident_min``
+    confidence or more count as confident."""
+
     min_views: int = 2
     max_residual_px: float = 60.0
     ransac_px: float = 35.0
@@ -54,6 +66,11 @@ class TriangulationConfig:
     huber_refine: bool = False
     huber_delta_px: float = 10.0
     huber_iters: int = 4
+    view_outlier_min_views: int = 3
+    view_outlier_min_joints: int = 4
+    view_outlier_share: float = 0.5
+    view_outlier_offset_m: float = 0.15
+    view_outlier_confident_min: float = 0.5
 
 
 @dataclass
@@ -480,50 +497,49 @@ def triangulate_naive(px: np.ndarray, conf: np.ndarray, rig: CameraRig, conf_min
 
 def view_outliers(
     tri: TriangulationResult,
-    max_residual_px: float = TriangulationConfig.max_residual_px,
-    min_share: float = 0.5,
-    min_views: int = 3,
-    min_joints: int = 4,
-    head_joints: tuple[int, ...] = (0, 1, 2, 3, 4),
+    config: TriangulationConfig | None = None,
     rig: CameraRig | None = None,
-    max_offset_m: float = 0.15,
     confidence: np.ndarray | None = None,
-    confident_min: float = 0.5,
+    head_joints: tuple[int, ...] = (0, 1, 2, 3, 4),
 ) -> np.ndarray:
     """``(F, V)`` bool: views whose person as a whole disagrees with the others (``VIEW_OUTLIER``), e.g.
     a bystander selected while the wearer is hidden in that view.
 
-    At a frame seen by at least ``min_views`` views, a view is an outlier when a share of ``min_share``
-    or more of its keypoints (``min_joints`` at least) is rejected: of all of them, those that are no
-    inlier of a triangulated joint or lie more than ``max_residual_px`` from the best point of the
-    others; or of its confident ones, those that are no inlier or lie farther than the limit from the
-    point. It is one as well when the median residual of its confident ``head_joints`` exceeds the
-    limit. The limit is ``max_residual_px`` and, given the ``rig``, at most the pixels that
-    ``max_offset_m`` spans at the head's distance from that camera (a person 0.3 m from the wearer is
-    ~50 px away in a camera 10 m off, within any pixel threshold that near cameras need). Confident
-    are the keypoints of ``confident_min`` or more given their ``confidence (F, V, J)``, else all: a camera
+    With the thresholds of ``config`` (``TriangulationConfig``'s ``max_residual_px`` and
+    ``view_outlier_*``): at a frame seen by at least ``view_outlier_min_views`` views, a view is an
+    outlier when a share of ``view_outlier_share`` or more of its keypoints (``view_outlier_min_joints``
+    at least) is rejected: of all of them, those that are no inlier of a triangulated joint or lie more
+    than ``max_residual_px`` from the best point of the others; or of its confident ones, those that are
+    no inlier or lie farther than the limit from the point. It is one as well when the median residual
+    of its confident ``head_joints`` exceeds the limit. The limit is ``max_residual_px`` and, given the
+    ``rig``, at most the pixels that ``view_outlier_offset_m`` spans at the head's distance from that
+    camera (a person 0.3 m from the wearer is ~50 px away in a camera 10 m off, within any pixel
+    threshold that near cameras need). Confident are the keypoints of ``view_outlier_confident_min`` or
+    more given their ``confidence (F, V, J)``, else all: a camera
     behind the wearer gets the hidden face as low-confidence guesses a tenth of the body's height off,
     which are no evidence of someone else. With two views nothing says which one is wrong: no
     outliers there.
     """
+    cfg = config or TriangulationConfig()
+    max_residual_px, min_joints = cfg.max_residual_px, cfg.view_outlier_min_joints
     res = tri.residual_px  # (F, V, J) NaN where the view has no observation
     has = np.isfinite(res)
-    confident = has if confidence is None else has & (confidence >= confident_min)
+    confident = has if confidence is None else has & (confidence >= cfg.view_outlier_confident_min)
     limit = np.full(res.shape[:2], max_residual_px)
     if rig is not None:  # metres to pixels at the head (the fisheye's r ~ f theta near its centre)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             head_pt = np.nanmean(tri.points[:, list(head_joints)], axis=1)  # (F, 3)
         dist = np.linalg.norm(head_pt[:, None] - rig.centers[None], axis=-1)  # (F, V)
-        limit = np.fmin(limit, max_offset_m * rig.params[:, 0] / dist)
+        limit = np.fmin(limit, cfg.view_outlier_offset_m * rig.params[:, 0] / dist)
     ok = (tri.status == OK)[:, None, :]
     off_all = has & ((ok & ~tri.inlier) | (~ok & (res > max_residual_px)))  # NaN compares False
     off_confident = confident & ((ok & ~tri.inlier) | (res > limit[..., None]))
-    seen = (has.any(-1).sum(-1) >= min_views)[:, None]
+    seen = (has.any(-1).sum(-1) >= cfg.view_outlier_min_views)[:, None]
     outlier = np.zeros(res.shape[:2], bool)
     for judged, off in ((has, off_all), (confident, off_confident)):
         n = judged.sum(-1)
-        outlier |= seen & (n >= min_joints) & (off.sum(-1) >= min_share * n)
+        outlier |= seen & (n >= min_joints) & (off.sum(-1) >= cfg.view_outlier_share * n)
     head = np.where(confident[..., list(head_joints)], res[..., list(head_joints)], np.nan)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # views without a head observation

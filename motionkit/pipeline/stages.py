@@ -258,7 +258,7 @@ def stage_triangulate(ctx: StageContext) -> None:
     tcfg = ctx.config.triangulation
     tri = triangulate(r["association/keypoints"], conf, rig, tcfg)
     # (M, V) VIEW_OUTLIER: the whole view disagrees (a bystander, say)
-    outlier = view_outliers(tri, max_residual_px=tcfg.max_residual_px, rig=rig, confidence=conf)
+    outlier = view_outliers(tri, tcfg, rig=rig, confidence=conf)
     if outlier.any():  # solve again without them: they may have been inliers at a few joints
         tri = triangulate(r["association/keypoints"], np.where(outlier[..., None], 0.0, conf), rig, tcfg)
     r.put(

@@ -8,6 +8,7 @@ from motionkit.geometry.rotations import make_transform
 from motionkit.geometry.triangulation import (
     RESIDUAL_REJECTED,
     TOO_FEW_VIEWS,
+    TriangulationConfig,
     prune_far_cameras,
     triangulate,
     view_outliers,
@@ -230,4 +231,5 @@ def test_a_bystander_in_a_far_camera_is_caught_by_the_metric_rules(scene):
     conf[:, 2, :5] = 0.2  # the bystander's face: guesses
     faceless = view_outliers(tri, rig=rig, confidence=conf)
     assert faceless[:, 2].mean() > 0.9 and not faceless[:, :2].any()
-    assert not view_outliers(tri, rig=rig, confidence=conf, min_share=1.01)[:, 2].any()  # the head test cannot
+    strict = TriangulationConfig(view_outlier_share=1.01)  # no share test
+    assert not view_outliers(tri, strict, rig=rig, confidence=conf)[:, 2].any()  # the head test cannot
