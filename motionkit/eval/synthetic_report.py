@@ -24,7 +24,7 @@ from motionkit.eval.metrics import pa_mpjpe
 from motionkit.eval.protocol import video_time_coverage
 from motionkit.geometry.camera import Camera, CameraRig
 from motionkit.geometry.interpolation import bracket, lerp
-from motionkit.synthetic.scene import OBS_MISSED, OBS_OUTLIER, OBS_SWAPPED
+from motionkit.synthetic.scene import OBS_CLEAN, OBS_MISSED, OBS_OUTLIER, OBS_SWAPPED
 
 HIP_COCO = (11, 12)
 SHOULDER_COCO = (5, 6)
@@ -154,8 +154,9 @@ def take_difficulty(root: str | Path, take_uid: str, fits: str | Path | None = N
             fi = res["association/frame_index"]
             out.update(selection_checks(res, gt["visible"][fi][:, vids], detected[fi], gt["person_id"]))
         if gt["fittable_views"] is not None and "fit/joint_trusted" in res.arrays:
+            shown = None if kind is None else np.isin(kind[frames][:, vids], DETECTED_KINDS).sum(1)
             out.update(trust_checks(res, fit_truth, gt["fittable_views"][frames], gt["landmark_views"][frames],
-                                    take.n_frames))  # fmt: skip
+                                    take.n_frames, shown))  # fmt: skip
     return out
 
 
@@ -177,6 +178,7 @@ def world_offset_mm(fit: np.ndarray, truth: np.ndarray) -> float:
     return float(np.linalg.norm(d[ok].mean(0)) * 1000.0) if ok.any() else float("nan")
 
 
+DETECTED_KINDS = (OBS_CLEAN, OBS_OUTLIER, OBS_SWAPPED)  # a detection of the wearer shows the unoccluded landmark
 FRAME_FAIL_MM = 100.0  # a frame whose PA-MPJPE against the true landmarks is above this is a failure
 JOINT_FAIL_MM = 50.0  # a joint farther than this from its true landmark is wrong
 TRUST_KEYS = (
@@ -187,11 +189,12 @@ TRUST_KEYS = (
     "joint_false_trust",
     "joint_missed_failures",
     "joint_coverage",
+    "joint_coverage_detected",
 )  # the shares of trust_checks that the report also gives pooled at its top level
 
 
 def trust_checks(res, truth: np.ndarray, fittable_views: np.ndarray, landmark_views: np.ndarray,
-                 n_frames: int) -> dict:  # fmt: skip
+                 n_frames: int, detected_views: np.ndarray | None = None) -> dict:  # fmt: skip
     """The fit's validity, flags and per-joint trust against the truth, per frame of the fit grid.
 
     ``truth (M, 17, 3)`` true landmarks, ``fittable_views (M,)`` cameras that see >= 8 landmarks
@@ -204,8 +207,12 @@ def trust_checks(res, truth: np.ndarray, fittable_views: np.ndarray, landmark_vi
     a valid sample), ``valid_unfittable_failures`` (count of valid frames with < 2 fittable views and an
     error over 100 mm), and per joint ``joint_false_trust`` (trusted joints over 50 mm off),
     ``joint_missed_failures`` (joints over 50 mm off that are trusted), ``joint_coverage`` (joints seen
-    unoccluded by >= 2 cameras that are trusted); the three joint shares per body part (``COCO17_PARTS``)
-    as counts only, ``trust_counts["joint_false_trust:legs"]`` etc., which ``pooled_checks`` pools."""
+    unoccluded by >= 2 cameras that are trusted); with ``detected_views (M, 17)`` (the calibrated
+    cameras whose detection of the wearer shows the landmark unoccluded) also ``joint_coverage_detected``
+    (joints that two such detections show that are trusted: what the fit could have trusted, as an
+    undetected person or a camera without calibration gives it nothing); the three joint shares per body
+    part (``COCO17_PARTS``) as counts only, ``trust_counts["joint_false_trust:legs"]`` etc., which
+    ``pooled_checks`` pools."""
     fit = res["fit/coco17_all"] if "fit/coco17_all" in res.arrays else res["joints/coco17"]
     err = pa_mpjpe(fit, truth)
     valid = res["valid"].astype(bool)
@@ -227,6 +234,9 @@ def trust_checks(res, truth: np.ndarray, fittable_views: np.ndarray, landmark_vi
         "unfittable_share": ((~fittable).sum(), len(fittable)),
         "occluded_share": ((~seen).sum(), seen.size),
     }
+    if detected_views is not None:
+        shown = detected_views >= 2
+        counts["joint_coverage_detected"] = ((trusted & shown).sum(), shown.sum())
     out = _shares(counts, "trust_counts")
     for part, idx in COCO17_PARTS.items():  # the joint shares per body part: counts only, pooled over takes
         part_counts = _joint_counts(trusted[:, idx], jfail[:, idx], seen[:, idx])

@@ -107,6 +107,11 @@ def test_trust_checks_count_what_they_say():
     assert "per body part" in text and legs.split() == ["legs", "9.1%", "(10/110)", "50.0%", "(10/20)", "68.8%",
                                                         "(110/160)"]  # fmt: skip
     assert "joint_false_trust:legs" not in text
+    assert "joint_coverage_detected" not in out  # without the detections' view of the landmarks
+    shown = seen.copy()
+    shown[:20, 5:11] = 1  # the arms of the first 20 frames in one detection only (the wearer undetected elsewhere)
+    cov = trust_checks(r, truth, fittable, seen, n_frames=60, detected_views=shown)["trust_counts"]
+    assert cov["joint_coverage_detected"] == [28 * 16 - 2 - 18 * 6, 40 * 16 - 20 * 6]  # 18 of the 20 frames valid
 
 
 def test_truth_at_samples_reads_the_truth_at_the_fit_sample_times():
