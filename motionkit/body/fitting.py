@@ -27,7 +27,7 @@ from motionkit.body import ops_fused, ops_torch
 from motionkit.body.initial import init_pose, init_shapes, smooth_in_time
 from motionkit.body.model import BodyModel
 from motionkit.body.multiscale import KnotBasis, knot_basis
-from motionkit.body.objective import JOINT_LIMITS, PRIOR_TERMS, reprojection_partners
+from motionkit.body.objective import JOINT_LIMITS, PRIOR_TERMS, head_motion, reprojection_partners
 from motionkit.body.optim import lr_schedule, run_iterations
 from motionkit.common.device import resolve_device
 from motionkit.conventions import (
@@ -90,6 +90,9 @@ class BodyFitConfig:
     w_pose: float = 1e-5
     w_limits: float = 1.0
     w_shape: float = 1e-5
+    w_head: float = 0.1  # the fitted head's motion against the Aria head anchor's (``objective.head_motion``) ...
+    head_lags: tuple[int, ...] = (1, 2, 4, 8)  # ... over these lags (grid frames) ...
+    head_sigma_m: float = 0.05  # ... robust beyond this (m)
     w_landmark: float = 1e-3  # prior on the take's landmark offsets (stage C; 0: joint centres, no offsets)
     landmark_sigma_m: float = 0.1  # ... sum of (offset / sigma)^2
     sigma_3d_m: float = 0.1
@@ -142,7 +145,8 @@ class FitInputs:
     ``keypoints (M, V, 17, 2)`` raw pixels and ``weights (M, V, 17)`` (0 where unused; production builds
     them with ``pipeline.fit_inputs.build_fit_inputs``); ``obs_frame (M,)`` the 30 fps frame each
     observation comes from; ``tri (M, 17, 3)`` triangulated joints (NaN missing); camera ``params (V, 8)``
-    and ``T_cam_world (V, 4, 4)``.
+    and ``T_cam_world (V, 4, 4)``; ``head (M, 3)`` the Aria head anchor at the grid frames (world metres,
+    NaN where unknown; None: no anchor), whose motion the head follows (``BodyFitConfig.w_head``).
     """
 
     fps: float
@@ -153,12 +157,15 @@ class FitInputs:
     params: np.ndarray
     T_cam_world: np.ndarray
     t0_s: float = 0.0  # take time of grid frame 0 (windows of a long take start later)
+    head: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         M = len(self.keypoints)
         V = self.keypoints.shape[1] if self.keypoints.ndim == 4 else -1
         expected = {"keypoints": (M, V, 17, 2), "weights": (M, V, 17), "obs_frame": (M,), "tri": (M, 17, 3),
                     "params": (V, 8), "T_cam_world": (V, 4, 4)}  # fmt: skip
+        if self.head is not None:
+            expected["head"] = (M, 3)
         for name, shape in expected.items():
             got = np.shape(getattr(self, name))
             if got != shape:
@@ -316,6 +323,8 @@ class ProblemBatch:
     coco: torch.Tensor
     rep_scale: torch.Tensor  # (P,) factor of each problem's reprojection term (``reprojection_scale``)
     smooth_scale: torch.Tensor  # (P,) factor of each problem's acceleration term (``smoothness_scale``)
+    head: torch.Tensor  # (P, M, 3) the Aria head anchor (0 where unknown) ...
+    head_ok: torch.Tensor  # (P, M) ... 1 where known, on real frames
     # made once, not per iteration: 1 - w1, the problem index (P, 1), a zero term (P, 1)
     w0: torch.Tensor = field(init=False)
     problem: torch.Tensor = field(init=False)
@@ -397,6 +406,9 @@ def pack_problems(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig, 
     wt = np.stack([per_view(np.where(np.isfinite(x.keypoints).all(-1), x.weights, 0.0)) for x in inputs])
     wt = wt * frame_ok[:, :, None, None]
     tri_np = np.stack([_pad(x.tri, M) for x in inputs])
+    head_np = np.stack(
+        [_pad(np.full((m, 3), np.nan) if x.head is None else x.head, M) for x, m in zip(inputs, Ms, strict=True)]
+    )
     Tcw = T(np.stack([np.concatenate([x.T_cam_world, np.tile(np.eye(4), (V - len(x.T_cam_world), 1, 1))])
                       for x in inputs]))  # fmt: skip
     params = T(np.stack([np.concatenate([x.params, np.tile(x.params[:1], (V - len(x.params), 1))]) for x in inputs]))
@@ -419,6 +431,8 @@ def pack_problems(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig, 
         coco=torch.as_tensor(coco_rows(body), device=dev),
         rep_scale=T([reprojection_scale(x.keypoints, x.weights, cfg.rep_reference_px) for x in inputs]),
         smooth_scale=T(smooth_scale),
+        head=T(np.nan_to_num(head_np)),
+        head_ok=T(np.isfinite(head_np).all(-1) * frame_ok),
     )
     R0 = np.concatenate(
         [np.stack([_pad(r[0], M) for r in inits])[:, :, None], np.stack([_pad(r[1], M) for r in inits])], 2
@@ -468,7 +482,7 @@ def posed_joints(ops: ModuleType, body: BodyModel, v: FitVariables, r: torch.Ten
 
 def term_names(v: FitVariables) -> tuple[str, ...]:
     """The objective's terms, in the order of ``stage_terms``'s columns."""
-    return ("rep",) + PRIOR_TERMS + ("shape",) + (("landmarks",) if v.learn_landmarks else ())
+    return ("rep",) + PRIOR_TERMS + ("shape", "head") + (("landmarks",) if v.learn_landmarks else ())
 
 
 def stage_weights(cfg: BodyFitConfig, stage: int, v: FitVariables, n_frames: int) -> dict[str, float]:
@@ -479,7 +493,7 @@ def stage_weights(cfg: BodyFitConfig, stage: int, v: FitVariables, n_frames: int
     if n_frames >= 3:
         w["smooth"], w["orient"] = cfg.w_smooth, cfg.w_orient_smooth
     if stage >= 1:
-        w["rep"], w["pose"], w["limits"] = cfg.w_rep, cfg.w_pose, cfg.w_limits
+        w["rep"], w["pose"], w["limits"], w["head"] = cfg.w_rep, cfg.w_pose, cfg.w_limits, cfg.w_head
     if stage >= 2 and v.learn_betas:
         w["shape"] = cfg.w_shape
     if stage >= 2 and v.learn_landmarks:
@@ -501,7 +515,9 @@ def stage_terms(ops: ModuleType, body: BodyModel, batch: ProblemBatch, v: FitVar
         rep = J.new_zeros(batch.P)
     pri = ops.prior_terms(J, batch.coco, batch.tri, tri_w, batch.frame_ok, batch.fps, r,
                           ops.rot6d_to_rotvec(r)[:, :, 1:], cfg.sigma_3d_m)  # fmt: skip
-    terms = [rep[:, None], pri, (v.betas**2).sum(-1)[:, None]]
+    eyes = eye_midpoint(J, body.vertex_keypoint_names)  # (P, M, 3)
+    head = head_motion(eyes, batch.head, batch.head_ok, cfg.head_lags, cfg.head_sigma_m)
+    terms = [rep[:, None], pri, (v.betas**2).sum(-1)[:, None], head[:, None]]
     if v.learn_landmarks:
         if stage >= 2:
             terms.append((v.landmarks**2).sum((1, 2))[:, None] / cfg.landmark_sigma_m**2)
@@ -720,7 +736,8 @@ def _slice_inputs(inp: FitInputs, start: int, stop: int, step: int = 1) -> FitIn
     """Grid frames ``start:stop:step`` of the inputs, with their own time origin and rate."""
     idx = np.arange(start, stop, step)
     return FitInputs(inp.fps / step, inp.keypoints[idx], inp.weights[idx], inp.obs_frame[idx], inp.tri[idx],
-                     inp.params, inp.T_cam_world, inp.t0_s + start / inp.fps)  # fmt: skip
+                     inp.params, inp.T_cam_world, inp.t0_s + start / inp.fps,
+                     None if inp.head is None else inp.head[idx])  # fmt: skip
 
 
 def fit_take(body: BodyModel, inp: FitInputs, cfg: BodyFitConfig | None = None, progress=None) -> FitOutput:

@@ -69,6 +69,27 @@ def limit_loss(body_pose_rotvec: torch.Tensor, limits=JOINT_LIMITS) -> torch.Ten
     return loss
 
 
+def head_motion(eyes: torch.Tensor, head: torch.Tensor, head_ok: torch.Tensor, lags: tuple[int, ...],
+                sigma: float) -> torch.Tensor:  # fmt: skip
+    """How far the fitted head's motion strays from the Aria head anchor's, per problem ``(P,)``.
+
+    ``eyes (P, M, 3)`` the fitted eye midpoint, ``head (P, M, 3)`` the anchor (world metres, any value
+    where ``head_ok (P, M)`` is 0). For each lag ``L`` in ``lags`` (grid frames), the displacement over
+    ``L`` frames of the eyes against the anchor's, ``GMoF(|de - da|^2; sigma)`` (``/ sigma^2``), averaged
+    over the pairs of frames where both anchors are valid; the mean over the lags. Differences only: the
+    anchor's constant offset from the eyes and its slow drift (a few cm over a take) cost nothing, while
+    the SLAM's millimetre precision from frame to frame holds the head where far cameras meet at narrow
+    angles. 0 for problems without a valid pair."""
+    total = eyes.new_zeros(eyes.shape[0])
+    for lag in lags:
+        if lag >= eyes.shape[1]:
+            continue
+        d = (eyes[:, lag:] - eyes[:, :-lag]) - (head[:, lag:] - head[:, :-lag])
+        w = head_ok[:, lag:] * head_ok[:, :-lag]
+        total = total + (w * gmof((d * d).sum(-1), sigma)).sum(1) / w.sum(1).clamp_min(1.0)
+    return total / max(len(lags), 1)
+
+
 PRIOR_TERMS = ("3d", "smooth", "orient", "pose", "limits")
 
 

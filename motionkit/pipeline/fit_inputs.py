@@ -111,5 +111,6 @@ def build_fit_inputs(
     with np.errstate(invalid="ignore"):
         disagrees = ~tri_ok & (r["triangulation/residual_px"] > tcfg.max_residual_px)
     w = np.where(rejected | disagrees, 0.0, w)
+    head = r["aria/position_at_sample"] if "aria/position_at_sample" in r.arrays else None  # NaN: unknown
     return FitInputs(fps, r["association/keypoints"], w, r["grid/frame_index"], r["triangulation/points"], rig.params,
-                     rig.T_cam_world)  # fmt: skip
+                     rig.T_cam_world, head=head)  # fmt: skip

@@ -102,9 +102,10 @@ def stage_load(ctx: StageContext) -> None:
 
 def stage_anchor(ctx: StageContext) -> None:
     frames = ctx.result["grid/frame_index"]
-    ts, reason = ctx.take.frame_device_ns(frames)
+    ts, reason = ctx.take.frame_device_ns(frames)  # at the frames the detections come from (association)
     anchor = ctx.take.trajectory.head_anchor_at(ts)
     reason = np.where((reason == "") & ~anchor.valid, "NO_ARIA_POSE", reason)
+    at_sample = ctx.take.trajectory.head_anchor_at(ctx.take.sample_device_ns(ctx.result["grid/frame_pos"]))
     ctx.result.put(
         "aria",
         {
@@ -113,6 +114,7 @@ def stage_anchor(ctx: StageContext) -> None:
             "rotation": anchor.rotation,
             "valid": anchor.valid,
             "reason": reason.astype(str),
+            "position_at_sample": at_sample.position,  # at the samples' own times (the fit's), NaN unknown
         },
         cpf_source=DEFAULT_CPF_SOURCE,
         T_device_cpf="CAD DVT-S",
@@ -345,7 +347,8 @@ def stage_fit(ctx: StageContext) -> None:
     out = dataclasses.replace(out, transl=out.transl + shift, joints=out.joints + shift)
     cameras["T_cam_world"] = shifted_cameras(cameras["T_cam_world"], shift)
     # the Aria knows where the head is: a fitted head far from it is not the wearer's body there
-    valid = valid & ~eyes_off_anchor(out.joints, r["aria/position"], FACE_KEYPOINTS, trust.max_eye_anchor_m)
+    head = r["aria/position_at_sample"]  # (M, 3) at the samples' own times, as the fit models them
+    valid = valid & ~eyes_off_anchor(out.joints, head, FACE_KEYPOINTS, trust.max_eye_anchor_m)
     J = out.joints.copy()
     J[~valid] = np.nan
     nanv = np.where(valid[:, None], 1.0, np.nan)
@@ -364,7 +367,7 @@ def stage_fit(ctx: StageContext) -> None:
     r.arrays["time_s"] = r["grid/time_s"]
     r.arrays["valid"] = valid
     trusted = joint_trusted(support.joint, valid, fps, trust)
-    r.put("flags", quality_flags(out.joints, valid, n_views, fps, r["aria/position"], FACE_KEYPOINTS, out.reproj_px,
+    r.put("flags", quality_flags(out.joints, valid, n_views, fps, head, FACE_KEYPOINTS, out.reproj_px,
                                  trusted, trust.max_eye_anchor_m))  # fmt: skip
     views_dropped = int(dropped_views(inp.weights, out.obs_weight).sum())
     views_weighted = int(weighted_views(inp.weights).sum())
@@ -416,8 +419,9 @@ def _world_shift(r: TakeResult, out: FitOutput, T_cam_world: np.ndarray, valid: 
     the cameras to the body where they support (``supporting (M, V)``) a valid frame (``body.world_anchor``)."""
     centers = invert_transform(T_cam_world)[:, :3, 3]
     distance = camera_distance_m(centers, out.joints[:, 0], supporting & valid[:, None])
-    usable = valid & r["aria/valid"].astype(bool)
-    shift = aria_world_shift(eye_midpoint(out.joints, FACE_KEYPOINTS), r["aria/position"], usable, distance,
+    head = r["aria/position_at_sample"]
+    usable = valid & np.isfinite(head).all(-1)
+    shift = aria_world_shift(eye_midpoint(out.joints, FACE_KEYPOINTS), head, usable, distance,
                              cfg.world_anchor)  # fmt: skip
     return shift, distance
 

@@ -127,6 +127,23 @@ def test_timesync_nan_rows(synth_root):
         type(take)(take.dataset, take.info, timesync_offset=2)
 
 
+def test_sample_device_ns_reads_the_device_time_between_frames(synth_root):
+    """A 20 fps sample half-way between two 30 fps frames has the mean of their device times; on a frame,
+    the frame's; NaN beside a frame whose time is unknown (the 8-row timesync gap)."""
+    ds = EgoExoDataset(synth_root)
+    take = ds.take(ds.takes()[0].take_uid)
+    ts, _ = take.frame_device_ns(np.arange(take.n_frames))
+    pos = np.arange(0, 120, 1.5)  # the 20 fps grid
+    at = take.sample_device_ns(pos)
+    whole = pos == np.floor(pos)
+    np.testing.assert_array_equal(at[whole], ts[pos[whole].astype(int)])
+    half = np.flatnonzero(~whole & (pos < 88))
+    np.testing.assert_allclose(
+        at[half], 0.5 * (ts[np.floor(pos[half]).astype(int)] + ts[np.ceil(pos[half]).astype(int)])
+    )
+    assert np.isnan(at[(pos > 89) & (pos < 98)]).all() and np.isfinite(at[pos < 88]).all()
+
+
 def test_trajectory_cache_lives_in_motionkit_home(synth_root, motionkit_home, tmp_path):
     src = EgoExoDataset(synth_root).take(EgoExoDataset(synth_root).takes()[0].take_uid).take_dir
     p = tmp_path / "closed_loop_trajectory.csv"

@@ -18,7 +18,7 @@ def test_frames_whose_fitted_eyes_are_far_from_the_aria_anchor_are_not_valid(syn
     uid = EgoExoDataset(synth_root).takes()[0].take_uid
     base = run_fit(synth_root, uid, tmp_path / "a", FAST, progress=False, plot=False).result
     eyes = base["fit/coco17_all"][:, [1, 2]].mean(1)  # the fitted eye midpoint, every frame (world metres)
-    dist = np.linalg.norm(eyes - base["aria/position"], axis=-1)  # NaN where the anchor is unknown
+    dist = np.linalg.norm(eyes - base["aria/position_at_sample"], axis=-1)  # NaN where the anchor is unknown
     assert not base["flags/EYE_ARIA_FAR"].any() and (np.nan_to_num(dist) < 0.30).all()  # the default: none here
     known = np.sort(dist[np.isfinite(dist)])
     middle = slice(len(known) // 4, 3 * len(known) // 4)
