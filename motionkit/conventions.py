@@ -161,8 +161,14 @@ def nearest_take_frames(frame_pos: np.ndarray) -> np.ndarray:
 SMPLX_JOINT_LIMITS = ((4, 0, 0.0, math.inf), (5, 0, 0.0, math.inf), (18, 1, -math.inf, 0.0), (19, 1, 0.0, math.inf))
 
 
+def eye_rows(names: tuple[str, ...]) -> tuple[int, int]:
+    """The rows of the left and right eye in a ``BodyModel`` output ``(..., 55 + K, 3)`` whose vertex
+    keypoints (they follow the 55 joints) are ``names``."""
+    return SMPLX_NUM_JOINTS + names.index("left_eye"), SMPLX_NUM_JOINTS + names.index("right_eye")
+
+
 def eye_midpoint(joints, names: tuple[str, ...]):
     """Midpoint ``(..., 3)`` of the vertex eyes of a ``BodyModel`` output ``joints (..., 55 + K, 3)`` whose
-    vertex keypoints are ``names`` (they follow the 55 joints)."""
-    left, right = SMPLX_NUM_JOINTS + names.index("left_eye"), SMPLX_NUM_JOINTS + names.index("right_eye")
+    vertex keypoints are ``names``."""
+    left, right = eye_rows(tuple(names))
     return 0.5 * (joints[..., left, :] + joints[..., right, :])

@@ -27,7 +27,13 @@ from motionkit.body import ops_fused, ops_torch
 from motionkit.body.initial import init_pose, init_shapes, smooth_in_time
 from motionkit.body.model import BodyModel
 from motionkit.body.multiscale import KnotBasis, knot_basis
-from motionkit.body.objective import JOINT_LIMITS, PRIOR_TERMS, head_motion, reprojection_partners
+from motionkit.body.objective import (
+    JOINT_LIMITS,
+    PRIOR_TERMS,
+    head_motion_index,
+    head_motion_pairs,
+    reprojection_partners,
+)
 from motionkit.body.optim import lr_schedule, run_iterations
 from motionkit.common.device import resolve_device
 from motionkit.conventions import (
@@ -41,6 +47,7 @@ from motionkit.conventions import (
     TAKE_FPS,
     TORSO_COCO17,
     eye_midpoint,
+    eye_rows,
 )
 from motionkit.geometry.fisheye import kb3_project_torch, theta_max_np
 from motionkit.geometry.interpolation import blend_bracket, bracket, lerp, slerp_rotvec
@@ -303,7 +310,8 @@ class ProblemBatch:
     1 on real frames; ``tri (P, M, 17, 3)`` and ``tri_w (P, M, 17)``; cameras ``R_cw (P, V, 3, 3)``,
     ``t_cw (P, V, 3)``, ``params (P, V, 8)``, ``theta_max (P, V)``; each observation's time between grid
     frames ``m0``, ``m1 (P, M)`` with weight ``w1 (P, M, 1, 1)``; ``fps (P,)``; ``coco (17,)`` the body's
-    output rows of the COCO keypoints; ``frames`` the real frames of each problem.
+    output rows of the COCO keypoints; ``frames`` the real frames of each problem; the Aria head term's
+    ``head_index``, ``head_delta`` and ``head_weight`` (``objective.head_motion``).
     """
 
     frames: list[int]
@@ -323,8 +331,9 @@ class ProblemBatch:
     coco: torch.Tensor
     rep_scale: torch.Tensor  # (P,) factor of each problem's reprojection term (``reprojection_scale``)
     smooth_scale: torch.Tensor  # (P,) factor of each problem's acceleration term (``smoothness_scale``)
-    head: torch.Tensor  # (P, M, 3) the Aria head anchor (0 where unknown) ...
-    head_ok: torch.Tensor  # (P, M) ... 1 where known, on real frames
+    head_index: torch.Tensor  # (N, 4) the eye rows of frame pairs, (P, N, 3) the anchor's displacement over each
+    head_delta: torch.Tensor  # and (P, N) their weights: what ``objective.head_motion`` compares
+    head_weight: torch.Tensor
     # made once, not per iteration: 1 - w1, the problem index (P, 1), a zero term (P, 1)
     w0: torch.Tensor = field(init=False)
     problem: torch.Tensor = field(init=False)
@@ -406,9 +415,11 @@ def pack_problems(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig, 
     wt = np.stack([per_view(np.where(np.isfinite(x.keypoints).all(-1), x.weights, 0.0)) for x in inputs])
     wt = wt * frame_ok[:, :, None, None]
     tri_np = np.stack([_pad(x.tri, M) for x in inputs])
-    head_np = np.stack(
-        [_pad(np.full((m, 3), np.nan) if x.head is None else x.head, M) for x, m in zip(inputs, Ms, strict=True)]
-    )
+    head_np = np.full((P, M, 3), np.nan)  # the anchor (NaN unknown, and on padding)
+    for p, x in enumerate(inputs):
+        if x.head is not None:
+            head_np[p, : len(x.head)] = x.head
+    head_pairs, head_delta, head_weight = head_motion_pairs(head_np, cfg.head_lags)
     Tcw = T(np.stack([np.concatenate([x.T_cam_world, np.tile(np.eye(4), (V - len(x.T_cam_world), 1, 1))])
                       for x in inputs]))  # fmt: skip
     params = T(np.stack([np.concatenate([x.params, np.tile(x.params[:1], (V - len(x.params), 1))]) for x in inputs]))
@@ -431,8 +442,11 @@ def pack_problems(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig, 
         coco=torch.as_tensor(coco_rows(body), device=dev),
         rep_scale=T([reprojection_scale(x.keypoints, x.weights, cfg.rep_reference_px) for x in inputs]),
         smooth_scale=T(smooth_scale),
-        head=T(np.nan_to_num(head_np)),
-        head_ok=T(np.isfinite(head_np).all(-1) * frame_ok),
+        head_index=torch.as_tensor(
+            head_motion_index(head_pairs, eye_rows(body.vertex_keypoint_names), body.num_outputs), device=dev
+        ),
+        head_delta=T(head_delta),
+        head_weight=T(head_weight),
     )
     R0 = np.concatenate(
         [np.stack([_pad(r[0], M) for r in inits])[:, :, None], np.stack([_pad(r[1], M) for r in inits])], 2
@@ -515,9 +529,8 @@ def stage_terms(ops: ModuleType, body: BodyModel, batch: ProblemBatch, v: FitVar
         rep = J.new_zeros(batch.P)
     pri = ops.prior_terms(J, batch.coco, batch.tri, tri_w, batch.frame_ok, batch.fps, r,
                           ops.rot6d_to_rotvec(r)[:, :, 1:], cfg.sigma_3d_m)  # fmt: skip
-    eyes = eye_midpoint(J, body.vertex_keypoint_names)  # (P, M, 3)
-    head = head_motion(eyes, batch.head, batch.head_ok, cfg.head_lags, cfg.head_sigma_m)
-    terms = [rep[:, None], pri, (v.betas**2).sum(-1)[:, None], head[:, None]]
+    head = ops.head_motion(J, batch.head_index, batch.head_delta, batch.head_weight, cfg.head_sigma_m)
+    terms = [rep[:, None], pri, (v.betas**2).sum(-1, keepdim=True), head]
     if v.learn_landmarks:
         if stage >= 2:
             terms.append((v.landmarks**2).sum((1, 2))[:, None] / cfg.landmark_sigma_m**2)

@@ -69,25 +69,52 @@ def limit_loss(body_pose_rotvec: torch.Tensor, limits=JOINT_LIMITS) -> torch.Ten
     return loss
 
 
-def head_motion(eyes: torch.Tensor, head: torch.Tensor, head_ok: torch.Tensor, lags: tuple[int, ...],
-                sigma: float) -> torch.Tensor:  # fmt: skip
-    """How far the fitted head's motion strays from the Aria head anchor's, per problem ``(P,)``.
+def head_motion_pairs(head: np.ndarray, lags: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What ``head_motion`` compares, made once per fit from the Aria head anchor ``head (P, M, 3)``
+    (world metres, NaN unknown): the frame pairs ``(2, N)`` ``(m, m + L)`` of every lag ``L`` in ``lags``
+    (grid frames), the anchor's displacement over each ``(P, N, 3)`` (0 where unknown) and each pair's
+    weight ``(P, N)``: where both anchors are known, 1 / (that lag's known pairs x the number of lags),
+    so that ``head_motion`` is the mean over the lags of each lag's mean; else 0."""
+    P, M = head.shape[:2]
+    pairs, delta, weight = [], [], []
+    for lag in (L for L in lags if 0 < L < M):
+        m = np.arange(M - lag)
+        d = head[:, m + lag] - head[:, m]
+        known = np.isfinite(d).all(-1)
+        pairs.append(np.stack([m, m + lag]))
+        delta.append(np.where(known[..., None], d, 0.0))
+        weight.append(known / np.maximum(known.sum(1, keepdims=True), 1) / len(lags))
+    if not pairs:
+        return np.zeros((2, 0), np.int64), np.zeros((P, 0, 3)), np.zeros((P, 0))
+    return tuple(np.ascontiguousarray(np.concatenate(a, 1)) for a in (pairs, delta, weight))
 
-    ``eyes (P, M, 3)`` the fitted eye midpoint, ``head (P, M, 3)`` the anchor (world metres, any value
-    where ``head_ok (P, M)`` is 0). For each lag ``L`` in ``lags`` (grid frames), the displacement over
-    ``L`` frames of the eyes against the anchor's, ``GMoF(|de - da|^2; sigma)`` (``/ sigma^2``), averaged
-    over the pairs of frames where both anchors are valid; the mean over the lags. Differences only: the
-    anchor's constant offset from the eyes and its slow drift (a few cm over a take) cost nothing, while
-    the SLAM's millimetre precision from frame to frame holds the head where far cameras meet at narrow
-    angles. 0 for problems without a valid pair."""
-    total = eyes.new_zeros(eyes.shape[0])
-    for lag in lags:
-        if lag >= eyes.shape[1]:
-            continue
-        d = (eyes[:, lag:] - eyes[:, :-lag]) - (head[:, lag:] - head[:, :-lag])
-        w = head_ok[:, lag:] * head_ok[:, :-lag]
-        total = total + (w * gmof((d * d).sum(-1), sigma)).sum(1) / w.sum(1).clamp_min(1.0)
-    return total / max(len(lags), 1)
+
+HEAD_PAIR_SIGNS = (0.5, 0.5, -0.5, -0.5)  # the eye midpoint's displacement from the four rows of a pair
+
+
+def head_motion_index(pairs: np.ndarray, eye_rows: tuple[int, int], n_rows: int) -> np.ndarray:
+    """``(N, 4)`` rows of a ``(M * n_rows)`` flattening of the body's output ``(M, n_rows, 3)`` for each
+    pair ``(m, m')`` of ``pairs (2, N)``: the left and right eye at ``m'``, then at ``m``."""
+    later, earlier = (np.asarray(pairs[k], np.int64)[:, None] * n_rows + np.asarray(eye_rows) for k in (1, 0))
+    return np.concatenate([later, earlier], 1)
+
+
+def head_motion(joints: torch.Tensor, index: torch.Tensor, anchor_delta: torch.Tensor, weight: torch.Tensor,
+                sigma: float) -> torch.Tensor:  # fmt: skip
+    """How far the fitted head's motion strays from the Aria head anchor's, per problem ``(P, 1)`` (a
+    column of the objective's terms).
+
+    ``joints (P, M, R, 3)`` the body's output; ``index (N, 4)`` (``head_motion_index``) the eye rows of each
+    pair of frames; ``anchor_delta (P, N, 3)`` and ``weight (P, N)`` from ``head_motion_pairs``: over each
+    pair, the displacement of the eye midpoint against the anchor's, ``sum weight GMoF(|de - da|^2; sigma)``
+    (``/ sigma^2``), the mean over the lags of each lag's mean. Displacements only: the anchor's constant
+    offset from the eyes and its slow drift (a few cm over a take) cost nothing, while the SLAM's
+    millimetre precision from frame to frame holds the head where far cameras meet at narrow angles. 0
+    for problems without a known pair."""
+    signs = joints.new_tensor(HEAD_PAIR_SIGNS)[:, None]
+    d = (joints.flatten(1, 2)[:, index] * signs).sum(2) - anchor_delta  # (P, N, 3)
+    r2 = (d * d).sum(-1)
+    return (weight * r2 / (sigma * sigma + r2)).sum(1, keepdim=True)
 
 
 PRIOR_TERMS = ("3d", "smooth", "orient", "pose", "limits")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import torch
 
+from motionkit.body import ops_torch as reference
 from motionkit.body.model import BodyModel
 from motionkit.body.multiscale import KnotBasis
 from motionkit.kernels import ops as kernel_ops
@@ -14,7 +15,7 @@ from motionkit.kernels import ops as kernel_ops
 NAME = "fused"
 CUDA_GRAPHS = True  # every step is capturable: on CUDA each stage's iteration is replayed as a graph
 
-__all__ = ["adam", "body_joints", "knot_sequence", "prior_terms", "robust_reprojection", "rot6d_to_rotvec"]
+__all__ = list(reference.__all__)  # the interface both backends serve
 
 
 def body_joints(rot6d: torch.Tensor, betas: torch.Tensor, transl: torch.Tensor, body: BodyModel,
@@ -38,4 +39,5 @@ def adam(params: list[torch.Tensor], lr: float, capturable: bool = False) -> ker
 
 rot6d_to_rotvec = kernel_ops.rot6d_to_rotvec
 robust_reprojection = kernel_ops.robust_reprojection
+head_motion = kernel_ops.head_motion
 prior_terms = kernel_ops.prior_terms

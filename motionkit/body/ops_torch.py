@@ -10,12 +10,20 @@ import torch
 
 from motionkit.body.model import BodyModel
 from motionkit.body.multiscale import KnotBasis
-from motionkit.body.objective import prior_terms, robust_reprojection
+from motionkit.body.objective import head_motion, prior_terms, robust_reprojection
 
 NAME = "torch"
 CUDA_GRAPHS = False  # its Adam step is not captured as a CUDA graph
 
-__all__ = ["adam", "body_joints", "knot_sequence", "prior_terms", "robust_reprojection", "rot6d_to_rotvec"]
+__all__ = [  # the interface both backends serve (``body.ops_fused`` lists these)
+    "adam",
+    "body_joints",
+    "head_motion",
+    "knot_sequence",
+    "prior_terms",
+    "robust_reprojection",
+    "rot6d_to_rotvec",
+]
 
 
 def body_joints(rot6d: torch.Tensor, betas: torch.Tensor, transl: torch.Tensor, body: BodyModel,
@@ -48,4 +56,5 @@ def adam(params: list[torch.Tensor], lr: float, capturable: bool = False):
 
 
 robust_reprojection = robust_reprojection
+head_motion = head_motion
 prior_terms = prior_terms

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.ndimage import convolve1d, maximum_filter1d, median_filter
 
-from motionkit.conventions import COCO17_BODY, COCO17_PARTS, eye_midpoint
+from motionkit.conventions import COCO17_BODY, COCO17_FACE, COCO17_PARTS, eye_midpoint
 from motionkit.geometry.interpolation import valid_runs
 
 SMOOTHING_TAPS = np.array([0.05, 0.25, 0.4, 0.25, 0.05])
@@ -40,7 +40,9 @@ class TrustConfig:
     two views each see with ``seen_view_landmarks`` or more supported landmarks are valid too, in runs
     as long, but bridge no gap. ``max_eye_anchor_m``: a frame whose fitted eyes lie farther than this
     from the Aria head anchor is not valid (``eyes_off_anchor``; the Aria knows where the wearer's head
-    is)."""
+    is). ``max_face_anchor_m``: where the fitted eyes lie farther than this from the anchor, the face's
+    landmarks are not trusted (the body may be right while the head is turned wrong: the eyes sit 2-5 cm
+    from the anchor where the fit is right)."""
 
     support_weight: float = 0.02
     view_landmarks: int = 8
@@ -51,6 +53,7 @@ class TrustConfig:
     seen_view_landmarks: int = 6
     max_gap_travel_m: float = 0.8
     max_eye_anchor_m: float = 0.30
+    max_face_anchor_m: float = 0.10
 
 
 @dataclass(frozen=True)
@@ -90,13 +93,18 @@ def dropped_views(input_weight: np.ndarray, obs_weight: np.ndarray) -> np.ndarra
     return weighted_views(input_weight) & ~weighted_views(obs_weight)
 
 
-def joint_trusted(support: np.ndarray, valid: np.ndarray, fps: float, cfg: TrustConfig) -> np.ndarray:
+def joint_trusted(support: np.ndarray, valid: np.ndarray, fps: float, cfg: TrustConfig,
+                  face_off_anchor: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """``(M, 17)`` bool: the joint of a valid frame whose supporting views ``support (M, 17)`` number
     ``cfg.trust_views`` or more in that frame, or in their median over ``cfg.support_window_s`` (a
-    stretch that two views support carries the smooth fit across one view's dropped observations)."""
+    stretch that two views support carries the smooth fit across one view's dropped observations); the
+    face's landmarks not where ``face_off_anchor (M,)`` (``eyes_off_anchor`` at ``cfg.max_face_anchor_m``)."""
     size = 2 * int(round(cfg.support_window_s * fps / 2)) + 1
     steady = median_filter(support, size=(size, 1), mode="nearest") if len(support) else support
-    return valid[:, None] & (np.maximum(steady, support) >= cfg.trust_views)
+    trusted = valid[:, None] & (np.maximum(steady, support) >= cfg.trust_views)
+    if face_off_anchor is not None:
+        trusted[:, list(COCO17_FACE)] &= ~np.asarray(face_off_anchor, dtype=bool)[:, None]
+    return trusted
 
 
 def _long_runs(seen: np.ndarray, fps: float, min_run_s: float) -> np.ndarray:

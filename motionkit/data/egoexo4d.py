@@ -679,12 +679,12 @@ class Take:
     def sample_device_ns(self, frame_pos: np.ndarray) -> np.ndarray:
         """Aria device time (ns) at fractional take frame positions ``frame_pos (N,)`` (a 20 fps sample
         sits half-way between two 30 fps frames every other time): linear between the device times of
-        the frames around it (``frame_device_ns``); NaN where either is unknown."""
+        the frames around it (``frame_device_ns``); on a frame, its own; NaN where one needed is unknown."""
         pos = np.asarray(frame_pos, dtype=np.float64)
         f0 = np.floor(pos).astype(np.int64)
         f1 = np.minimum(f0 + 1, self.n_frames - 1)
         (t0, _), (t1, _) = self.frame_device_ns(f0), self.frame_device_ns(f1)
-        return t0 + (pos - f0) * (t1 - t0)
+        return np.where(pos == f0, t0, t0 + (pos - f0) * (t1 - t0))
 
     def head_anchor(self, frames: np.ndarray, T_device_cpf: np.ndarray | None = None) -> HeadAnchor:
         """CPF head anchor at take frames (CAD ``T_device_cpf`` DVT-S unless given)."""

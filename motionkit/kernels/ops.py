@@ -4,6 +4,7 @@ Every function here has a torch reference with the same semantics, tested for pa
 ``body_joints`` ~ ``BodyModel.forward`` after ``roma.special_gramschmidt``; ``rot6d_to_rotvec`` ~
 ``roma.rotmat_to_rotvec(roma.special_gramschmidt(.))``; ``robust_reprojection`` ~
 ``motionkit.body.objective.robust_reprojection``; ``prior_terms`` ~ ``motionkit.body.objective.prior_terms``;
+``head_motion`` ~ ``motionkit.body.objective.head_motion``;
 ``knot_sequence`` ~ ``motionkit.body.multiscale.KnotBasis.sequence``.
 Call ``motionkit.kernels.ensure_loaded()`` first.
 """
@@ -52,6 +53,16 @@ def register_autograd() -> None:
         return (g,) + (None,) * 8
 
     lib.register_autograd("motionkit::robust_reprojection", rep_backward, setup_context=rep_setup)
+
+    def head_setup(ctx, inputs, output):
+        ctx.sigma = inputs[-1]
+        ctx.save_for_backward(*inputs[:-1])
+
+    def head_backward(ctx, grad):
+        g = torch.ops.motionkit.head_motion_backward(grad.contiguous(), *ctx.saved_tensors, ctx.sigma)
+        return g, None, None, None, None
+
+    lib.register_autograd("motionkit::head_motion", head_backward, setup_context=head_setup)
 
     def prior_setup(ctx, inputs, output):
         ctx.scalars = inputs[-2:]
@@ -140,6 +151,14 @@ def robust_reprojection(
         partner = torch.full((joints.shape[-2],), -1, dtype=torch.int64, device=joints.device)
     c = [x.contiguous() for x in (joints, R_cw, t_cw, params, theta_max, obs_px, weight, partner)]
     return torch.ops.motionkit.robust_reprojection(*c, float(sigma))[0]
+
+
+def head_motion(joints, index, anchor_delta, weight, sigma: float) -> torch.Tensor:
+    """Per-problem Aria head term ``(P, 1)``, fused: same arguments and result as
+    ``motionkit.body.objective.head_motion``, all contiguous (no copies: the operator checks). Gradient
+    w.r.t. ``joints`` only."""
+    register_autograd()
+    return torch.ops.motionkit.head_motion(joints, index, anchor_delta, weight, float(sigma))
 
 
 _limit_tables: dict = {}

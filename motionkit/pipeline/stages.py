@@ -366,7 +366,8 @@ def stage_fit(ctx: StageContext) -> None:
     r.put("joints", {"coco17": J[:, rows], "smplx": J[:, :55]})
     r.arrays["time_s"] = r["grid/time_s"]
     r.arrays["valid"] = valid
-    trusted = joint_trusted(support.joint, valid, fps, trust)
+    face_off = eyes_off_anchor(out.joints, head, FACE_KEYPOINTS, trust.max_face_anchor_m)  # a head turned wrong
+    trusted = joint_trusted(support.joint, valid, fps, trust, face_off)
     r.put("flags", quality_flags(out.joints, valid, n_views, fps, head, FACE_KEYPOINTS, out.reproj_px,
                                  trusted, trust.max_eye_anchor_m))  # fmt: skip
     views_dropped = int(dropped_views(inp.weights, out.obs_weight).sum())

@@ -9,7 +9,7 @@ from motionkit.body.fitting import (
     JOINT_LIMITS,
 )
 from motionkit.body.model import BodyModel
-from motionkit.body.objective import head_motion, limit_loss, robust_reprojection
+from motionkit.body.objective import head_motion, head_motion_index, head_motion_pairs, limit_loss, robust_reprojection
 from motionkit.conventions import SMPLX_JOINT_NAMES
 from motionkit.geometry.fisheye import kb3_project_np
 from motionkit.geometry.robust import gmof
@@ -63,22 +63,27 @@ def test_head_motion_costs_what_the_anchor_does_not_explain():
     free (the drift costs what it moves over the lags); a 20-mm wobble of the eyes that the anchor does
     not share costs by hand-computed GMoF; unknown anchors count for nothing; gradients reach the eyes."""
     M, lags, sigma = 200, (1, 2, 4, 8), 0.05
-    t = torch.arange(M, dtype=torch.float64) / 20.0
-    anchor = torch.stack([1.5 * t, torch.sin(t), 1.6 + 0.1 * torch.cos(3 * t)], -1)[None]  # a walk with a bob
-    drift = 0.03 * torch.sin(2 * torch.pi * t / 20.0)[:, None] * torch.tensor([1.0, 0.0, 0.0])
-    eyes = anchor + torch.tensor([0.02, -0.01, 0.03]) + drift
-    ok = torch.ones(1, M, dtype=torch.float64)
+    t = np.arange(M) / 20.0
+    anchor = np.stack([1.5 * t, np.sin(t), 1.6 + 0.1 * np.cos(3 * t)], -1)[None]  # a walk with a bob
+
+    def cost(eyes, head=anchor):  # the body's output: both eyes at the eye midpoint (rows 0 and 1)
+        pairs, delta, weight = head_motion_pairs(head, lags)
+        index = torch.as_tensor(head_motion_index(pairs, (0, 1), 2))
+        joints = torch.as_tensor(eyes)[:, :, None].expand(-1, -1, 2, -1)
+        return head_motion(joints, index, torch.as_tensor(delta), torch.as_tensor(weight), sigma)
+
+    drift = 0.03 * np.sin(2 * np.pi * t / 20.0)[:, None] * np.array([1.0, 0.0, 0.0])
     speed = 0.03 * 2 * np.pi / 20.0  # the drift's top speed (m/s): it moves at most this x lag / fps
     bound = np.mean([(speed * lag / 20.0) ** 2 / sigma**2 for lag in lags])  # ~0.002: 4 mm over 8 lags at most
-    assert 0 < head_motion(eyes, anchor, ok, lags, sigma).item() <= bound
-    wobble = torch.zeros(M, 3, dtype=torch.float64)
+    assert 0 < cost(anchor + np.array([0.02, -0.01, 0.03]) + drift).item() <= bound
+    wobble = np.zeros((M, 3))
     wobble[::2, 2] = 0.02  # every other sample 20 mm up
-    cost = head_motion(anchor + wobble, anchor, ok, lags, sigma).item()
     r2 = 0.02**2  # odd lags (1) see the wobble on every pair, even lags (2, 4, 8) never
-    assert cost == pytest.approx(r2 / (sigma**2 + r2) / len(lags), rel=1e-9)
-    unknown = ok.clone()
-    unknown[0, ::2] = 0  # the anchor unknown where the eyes wobble: no pair of odd lag is left
-    assert head_motion(anchor + wobble, anchor, unknown, lags, sigma).item() == pytest.approx(0.0, abs=1e-12)
-    moved = (anchor + wobble).clone().requires_grad_(True)
-    head_motion(moved, anchor, ok, lags, sigma).sum().backward()
+    assert cost(anchor + wobble).item() == pytest.approx(r2 / (sigma**2 + r2) / len(lags), rel=1e-9)
+    unknown = anchor.copy()
+    unknown[0, ::2] = np.nan  # the anchor unknown where the eyes wobble: no pair of odd lag is left
+    assert cost(anchor + wobble, unknown).item() == pytest.approx(0.0, abs=1e-12)
+    assert cost(anchor + wobble, np.full_like(anchor, np.nan)).item() == 0.0  # no anchor: nothing
+    moved = torch.as_tensor(anchor + wobble).requires_grad_(True)
+    cost(moved).sum().backward()
     assert moved.grad[0, ::2, 2].gt(0).all() and moved.grad[0, 1::2, 2].lt(0).all()  # descent flattens the wobble

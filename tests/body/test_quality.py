@@ -140,6 +140,11 @@ def test_a_joint_is_trusted_where_two_views_support_it_in_the_frame_or_steadily(
     hidden = np.r_[32:37, 38:43]
     assert not t[hidden, 15:].any() and t[37, 15:].all() and t[32:43, :15].all()
     assert t[:28].all() and t[47:50].all()
+    turned = np.zeros(M, bool)
+    turned[5:8] = True  # the fitted eyes far from the Aria anchor there: the face is not trusted, the rest is
+    face = joint_trusted(support, valid, fps, TrustConfig(support_window_s=0.25), turned)
+    assert not face[5:8, :5].any() and face[5:8, 5:].all()
+    np.testing.assert_array_equal(face[~turned], t[~turned])
     f = quality_flags(_body(M, fps, np.ones(M)), valid, np.full(M, 3), fps, np.zeros((M, 3)), NAMES,
                       trusted=np.where(np.arange(M)[:, None] < 20, t, t & (np.arange(17) < 8)))  # fmt: skip
     np.testing.assert_array_equal(np.flatnonzero(f["OCCLUDED"]), np.arange(20, 50))  # 3 of 12 body landmarks

@@ -142,6 +142,7 @@ def test_sample_device_ns_reads_the_device_time_between_frames(synth_root):
         at[half], 0.5 * (ts[np.floor(pos[half]).astype(int)] + ts[np.ceil(pos[half]).astype(int)])
     )
     assert np.isnan(at[(pos > 89) & (pos < 98)]).all() and np.isfinite(at[pos < 88]).all()
+    assert take.sample_device_ns(np.array([89.0]))[0] == ts[89]  # its own time, though frame 90's is unknown
 
 
 def test_trajectory_cache_lives_in_motionkit_home(synth_root, motionkit_home, tmp_path):

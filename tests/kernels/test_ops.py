@@ -13,7 +13,13 @@ import torch
 from motionkit import kernels
 from motionkit.body.model import BodyModel
 from motionkit.body.multiscale import knot_basis
-from motionkit.body.objective import prior_terms, reprojection_partners
+from motionkit.body.objective import (
+    head_motion,
+    head_motion_index,
+    head_motion_pairs,
+    prior_terms,
+    reprojection_partners,
+)
 from motionkit.body.objective import robust_reprojection as reference_reprojection
 from motionkit.conventions import COCO17_LIMB_LR_PAIRS
 from motionkit.geometry.camera import look_at
@@ -186,6 +192,36 @@ def test_robust_reprojection_gradcheck():
     assert torch.autograd.gradcheck(
         lambda x: ops.robust_reprojection(x, R, t, params, tmax, obs, w, 50.0, partner), (X,)
     )
+
+
+def _head_problem(seed: int = 0, P: int = 2, M: int = 30, R: int = 7):
+    """Body outputs ``(P, M, R, 3)`` and the head term's pairs from a random anchor with unknown frames
+    (the last problem's anchor known on half of its frames only)."""
+    gen = np.random.default_rng(seed)
+    joints = torch.as_tensor(gen.normal(0, 0.2, (P, M, R, 3))).requires_grad_(True)
+    head = gen.normal(0, 0.2, (P, M, 3))
+    head[-1, ::2] = np.nan
+    pairs, delta, weight = head_motion_pairs(head, (1, 2, 4, 8))
+    index = torch.as_tensor(head_motion_index(pairs, (5, 3), R))
+    return joints, index, torch.as_tensor(delta), torch.as_tensor(weight)
+
+
+def test_head_motion_equals_the_torch_reference_forward_and_backward(device):
+    J, index, delta, weight = problem = _head_problem()
+    Jd, *rest = _to(device, *problem)
+    for sigma in (0.05, 0.5):
+        ref = head_motion(J, index, delta, weight, sigma)
+        out = ops.head_motion(Jd, *rest, sigma)
+        assert out.shape == ref.shape == (2, 1) and _rel(out, ref) < 1e-12 and (ref > 0).all()
+        g = torch.tensor([[0.7], [-1.3]], dtype=F64)
+        g_out = torch.autograd.grad((out * g.to(device)).sum(), Jd)[0]
+        g_ref = torch.autograd.grad((ref * g).sum(), J)[0]
+        assert _rel(g_out, g_ref) < 1e-10 and (g_ref[:, :, [0, 1, 2, 4, 6]] == 0).all()  # the eyes' rows only
+
+
+def test_head_motion_gradcheck():
+    J, index, delta, weight = _head_problem(seed=3, P=1, M=10, R=6)
+    assert torch.autograd.gradcheck(lambda x: ops.head_motion(x, index, delta, weight, 0.05), (J,))
 
 
 def _limb_swapped(obs: torch.Tensor, w: torch.Tensor, every: int = 2):

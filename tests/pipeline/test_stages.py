@@ -14,7 +14,9 @@ FAST = PipelineConfig(fit_iters=(5, 10, 5))
 def test_frames_whose_fitted_eyes_are_far_from_the_aria_anchor_are_not_valid(synth_root, tmp_path):
     """The same take fitted twice, the second time with ``trust.max_eye_anchor_m`` between the fitted
     eyes' distances from the anchor (the fit itself is the same: validity does not feed back into it):
-    the frames farther than that lose their validity and carry ``EYE_ARIA_FAR``, the others keep theirs."""
+    the frames farther than that lose their validity and carry ``EYE_ARIA_FAR``, the others keep theirs;
+    with ``trust.max_face_anchor_m`` at half of it, the valid frames farther than that keep their body's
+    trust but not their face's."""
     uid = EgoExoDataset(synth_root).takes()[0].take_uid
     base = run_fit(synth_root, uid, tmp_path / "a", FAST, progress=False, plot=False).result
     eyes = base["fit/coco17_all"][:, [1, 2]].mean(1)  # the fitted eye midpoint, every frame (world metres)
@@ -25,10 +27,15 @@ def test_frames_whose_fitted_eyes_are_far_from_the_aria_anchor_are_not_valid(syn
     k = np.argmax(np.diff(known[middle])) + len(known) // 4  # the widest gap among the middle half
     limit = float(0.5 * (known[k] + known[k + 1]))
     far = np.nan_to_num(dist) > limit  # unknown anchor: not far
-    strict = run_fit(synth_root, uid, tmp_path / "b", with_leaf(FAST, "trust.max_eye_anchor_m", limit),
-                     progress=False, plot=False).result  # fmt: skip
+    cfg = with_leaf(with_leaf(FAST, "trust.max_eye_anchor_m", limit), "trust.max_face_anchor_m", limit / 2)
+    strict = run_fit(synth_root, uid, tmp_path / "b", cfg, progress=False, plot=False).result
     valid, strict_valid = base["valid"].astype(bool), strict["valid"].astype(bool)
     assert (valid & far).sum() > 10 and (valid & ~far).sum() > 10  # both sides of the limit are exercised
     np.testing.assert_array_equal(strict_valid, valid & ~far)
     np.testing.assert_array_equal(strict["flags/EYE_ARIA_FAR"].astype(bool), far)
     assert np.isnan(strict["joints/coco17"][far]).all()  # what is not valid is not stored
+    # nearer than the limit but farther than half of it: valid, the face not trusted, the body as before
+    turned = strict_valid & (np.nan_to_num(dist) > limit / 2)
+    trusted, base_trusted = strict["fit/joint_trusted"].astype(bool), base["fit/joint_trusted"].astype(bool)
+    assert turned.sum() > 5 and not trusted[turned, :5].any() and base_trusted[turned, :5].any()
+    np.testing.assert_array_equal(trusted[strict_valid, 5:], base_trusted[strict_valid, 5:])

@@ -306,6 +306,55 @@ MK_HD void reprojection_frame_backward(const T* joints, const T* R, const T* t, 
   }
 }
 
+// ------------------------------------------------------------------------------------------ head motion
+// The Aria head term of one problem (torch reference: motionkit.body.objective.head_motion): J (M R, 3) the
+// problem's body output flattened over frames and rows; index (N, 4) the rows of the left and right eye at
+// the later and the earlier frame of each pair; delta (N, 3) the anchor's displacement; weight (N).
+// sum_n weight GMoF(|de - da|^2; sigma) / sigma^2 with de the eye midpoint's displacement.
+template <typename T>
+MK_HD void head_pair_residual(const T* J, const int64_t* ix, const T* delta, T* d) {
+  for (int c = 0; c < 3; ++c)
+    d[c] = T(0.5) * (J[3 * ix[0] + c] + J[3 * ix[1] + c] - J[3 * ix[2] + c] - J[3 * ix[3] + c]) - delta[c];
+}
+
+template <typename T>
+MK_HD T head_motion_problem(const T* J, const int64_t* index, const T* delta, const T* weight, int64_t N, T sigma) {
+  const T s2 = sigma * sigma;
+  T total = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    if (!(weight[n] != T(0))) continue;
+    T d[3];
+    head_pair_residual(J, index + 4 * n, delta + 3 * n, d);
+    const T r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+    total += weight[n] * r2 / (s2 + r2);
+  }
+  return total;
+}
+
+// gradient gJ (M R 3 entries) w.r.t. J of grad * head_motion_problem; zeroed first when n_zero (its size) > 0
+template <typename T>
+MK_HD void head_motion_problem_backward(const T* J, const int64_t* index, const T* delta, const T* weight, int64_t N,
+                                        T sigma, T grad, int64_t n_zero, T* gJ) {
+  for (int64_t e = 0; e < n_zero; ++e) gJ[e] = 0;
+  const T s2 = sigma * sigma;
+  for (int64_t n = 0; n < N; ++n) {
+    if (!(weight[n] != T(0))) continue;
+    const int64_t* ix = index + 4 * n;
+    T d[3];
+    head_pair_residual(J, ix, delta + 3 * n, d);
+    const T r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+    const T q = s2 + r2;
+    const T scale = grad * weight[n] * s2 / (q * q) * 2 * T(0.5);  // d/dr2 of r2/(s2+r2), x 2 d, x 1/2 per eye
+    for (int c = 0; c < 3; ++c) {
+      const T g = scale * d[c];
+      gJ[3 * ix[0] + c] += g;
+      gJ[3 * ix[1] + c] += g;
+      gJ[3 * ix[2] + c] -= g;
+      gJ[3 * ix[3] + c] -= g;
+    }
+  }
+}
+
 // ------------------------------------------------------------------------------------------ reductions
 constexpr double kReprojectionClamp = 1e-6;  // sum of weights below which the loss is sum w GMoF / 1e-6
 constexpr double kPriorClamp = 1.0;          // masked means divide by max(sum w, 1)

@@ -254,11 +254,29 @@ inline BodyGrads body_backward_outputs(const at::Tensor& grad_out, const at::Ten
           N / betas.size(0)};
 }
 
+// head_motion: J (P, M, R, 3); index (N, 4) int64 rows of the flattened (M R); delta (P, N, 3); weight (P, N)
+inline void check_head_motion_inputs(const at::Tensor& J, const at::Tensor& index, const at::Tensor& delta,
+                                     const at::Tensor& weight) {
+  TORCH_CHECK(J.dim() == 4 && J.size(3) == 3 && J.is_contiguous(),
+              "motionkit.head_motion: joints must be contiguous (P, M, R, 3), got ", J.sizes());
+  const int64_t P = J.size(0), N = index.size(0);
+  TORCH_CHECK(index.dim() == 2 && index.size(1) == 4 && index.scalar_type() == at::kLong && index.is_contiguous() &&
+                  index.device() == J.device(),
+              "motionkit.head_motion: index must be a contiguous int64 (N, 4) tensor on ", J.device());
+  TORCH_CHECK(delta.sizes() == at::IntArrayRef({P, N, 3}) && weight.sizes() == at::IntArrayRef({P, N}),
+              "motionkit.head_motion: delta must be (P, N, 3) and weight (P, N), got ", delta.sizes(), " and ",
+              weight.sizes());
+  check_same(J, delta, "delta");
+  check_same(J, weight, "weight");
+}
+
 }  // namespace mk
 
 // Registers one backend's implementations (functions named <operator>_<backend>) for every operator of
 // ops_schema.cpp, so that the CPU and CUDA libraries list the same operators in the same order.
 #define MK_IMPLEMENT_OPERATORS(m, backend)                                   \
+  m.impl("head_motion", &head_motion_##backend);                           \
+  m.impl("head_motion_backward", &head_motion_backward_##backend);         \
   m.impl("body_joints", &body_joints_##backend);                           \
   m.impl("body_joints_backward", &body_joints_backward_##backend);         \
   m.impl("rot6d_to_rotvec", &rot6d_to_rotvec_##backend);                   \

@@ -179,6 +179,44 @@ at::Tensor robust_reprojection_backward_cpu(const at::Tensor& grad, const at::Te
   return out;
 }
 
+at::Tensor head_motion_cpu(const at::Tensor& joints, const at::Tensor& index, const at::Tensor& delta,
+                           const at::Tensor& weight, double sigma) {
+  mk::check_head_motion_inputs(joints, index, delta, weight);
+  const int64_t P = joints.size(0), N = index.size(0), per = joints.size(1) * joints.size(2) * 3;
+  auto out = at::empty({P, 1}, joints.options());
+  auto d = delta.contiguous(), w = weight.contiguous();
+  AT_DISPATCH_FLOATING_TYPES(joints.scalar_type(), "head_motion_cpu", [&] {
+    const scalar_t *X = joints.data_ptr<scalar_t>(), *dp = d.data_ptr<scalar_t>(), *wp = w.data_ptr<scalar_t>();
+    const int64_t* ix = index.data_ptr<int64_t>();
+    scalar_t* o = out.data_ptr<scalar_t>();
+    at::parallel_for(0, P, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t p = lo; p < hi; ++p)
+        o[p] = mk::head_motion_problem(X + p * per, ix, dp + p * N * 3, wp + p * N, N, static_cast<scalar_t>(sigma));
+    });
+  });
+  return out;
+}
+
+at::Tensor head_motion_backward_cpu(const at::Tensor& grad, const at::Tensor& joints, const at::Tensor& index,
+                                    const at::Tensor& delta, const at::Tensor& weight, double sigma) {
+  mk::check_head_motion_inputs(joints, index, delta, weight);
+  const int64_t P = joints.size(0), N = index.size(0), per = joints.size(1) * joints.size(2) * 3;
+  auto out = at::empty_like(joints);
+  auto g = grad.contiguous(), d = delta.contiguous(), w = weight.contiguous();
+  AT_DISPATCH_FLOATING_TYPES(joints.scalar_type(), "head_motion_backward_cpu", [&] {
+    const scalar_t *X = joints.data_ptr<scalar_t>(), *dp = d.data_ptr<scalar_t>(), *wp = w.data_ptr<scalar_t>();
+    const scalar_t* gp = g.data_ptr<scalar_t>();
+    const int64_t* ix = index.data_ptr<int64_t>();
+    scalar_t* o = out.data_ptr<scalar_t>();
+    at::parallel_for(0, P, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t p = lo; p < hi; ++p)
+        mk::head_motion_problem_backward(X + p * per, ix, dp + p * N * 3, wp + p * N, N, static_cast<scalar_t>(sigma),
+                                         gp[p], per, o + p * per);
+    });
+  });
+  return out;
+}
+
 std::tuple<at::Tensor, at::Tensor> prior_terms_cpu(const at::Tensor& J, const at::Tensor& coco, const at::Tensor& tri,
                                                    const at::Tensor& tri_w, const at::Tensor& fm,
                                                    const at::Tensor& fps, const at::Tensor& go6, const at::Tensor& rv,

@@ -83,6 +83,22 @@ __global__ void reprojection_backward_kernel(const T* X, const T* R, const T* t,
 }
 
 template <typename T>
+__global__ void head_motion_kernel(const T* X, const int64_t* index, const T* delta, const T* w, int64_t P,
+                                   int64_t N, int64_t per, T sigma, T* out) {
+  const int64_t p = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (p < P) out[p] = mk::head_motion_problem(X + p * per, index, delta + p * N * 3, w + p * N, N, sigma);
+}
+
+template <typename T>
+__global__ void head_motion_backward_kernel(const T* X, const int64_t* index, const T* delta, const T* w, int64_t P,
+                                            int64_t N, int64_t per, T sigma, const T* grad, T* out) {
+  const int64_t p = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (p < P)
+    mk::head_motion_problem_backward(X + p * per, index, delta + p * N * 3, w + p * N, N, sigma, grad[p], 0,
+                                     out + p * per);  // out zeroed by a memset: one thread per problem
+}
+
+template <typename T>
 __global__ void prior_kernel(mk::PriorData<T> d, const T* fps, int64_t P, T* part) {
   const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
   if (i < P * d.M) mk::prior_item(d, fps, i, part);
@@ -238,6 +254,36 @@ at::Tensor robust_reprojection_backward_cuda(const at::Tensor& grad, const at::T
               obs.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(), partner.data_ptr<int64_t>(), s.P * s.M, s.M,
               s.V, s.J, static_cast<scalar_t>(sigma), g.data_ptr<scalar_t>(), den.data_ptr<scalar_t>(),
               out.data_ptr<scalar_t>());
+  });
+  return out;
+}
+
+at::Tensor head_motion_cuda(const at::Tensor& joints, const at::Tensor& index, const at::Tensor& delta,
+                            const at::Tensor& weight, double sigma) {
+  mk::check_head_motion_inputs(joints, index, delta, weight);
+  c10::cuda::CUDAGuard guard(joints.device());
+  const int64_t P = joints.size(0), N = index.size(0), per = joints.size(1) * joints.size(2) * 3;
+  auto out = at::empty({P, 1}, joints.options());
+  auto d = delta.contiguous(), w = weight.contiguous();
+  AT_DISPATCH_FLOATING_TYPES(joints.scalar_type(), "head_motion_cuda", [&] {
+    MK_LAUNCH(head_motion_kernel<scalar_t>, P, joints.data_ptr<scalar_t>(), index.data_ptr<int64_t>(),
+              d.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(), P, N, per, static_cast<scalar_t>(sigma),
+              out.data_ptr<scalar_t>());
+  });
+  return out;
+}
+
+at::Tensor head_motion_backward_cuda(const at::Tensor& grad, const at::Tensor& joints, const at::Tensor& index,
+                                     const at::Tensor& delta, const at::Tensor& weight, double sigma) {
+  mk::check_head_motion_inputs(joints, index, delta, weight);
+  c10::cuda::CUDAGuard guard(joints.device());
+  const int64_t P = joints.size(0), N = index.size(0), per = joints.size(1) * joints.size(2) * 3;
+  auto out = at::zeros_like(joints);
+  auto g = grad.contiguous(), d = delta.contiguous(), w = weight.contiguous();
+  AT_DISPATCH_FLOATING_TYPES(joints.scalar_type(), "head_motion_backward_cuda", [&] {
+    MK_LAUNCH(head_motion_backward_kernel<scalar_t>, P, joints.data_ptr<scalar_t>(), index.data_ptr<int64_t>(),
+              d.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(), P, N, per, static_cast<scalar_t>(sigma),
+              g.data_ptr<scalar_t>(), out.data_ptr<scalar_t>());
   });
   return out;
 }
