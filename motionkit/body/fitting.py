@@ -415,11 +415,13 @@ def pack_problems(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig, 
     wt = np.stack([per_view(np.where(np.isfinite(x.keypoints).all(-1), x.weights, 0.0)) for x in inputs])
     wt = wt * frame_ok[:, :, None, None]
     tri_np = np.stack([_pad(x.tri, M) for x in inputs])
+    has_eyes = {"left_eye", "right_eye"} <= set(body.vertex_keypoint_names)  # else the anchor is not used
     head_np = np.full((P, M, 3), np.nan)  # the anchor (NaN unknown, and on padding)
     for p, x in enumerate(inputs):
-        if x.head is not None:
+        if x.head is not None and has_eyes:
             head_np[p, : len(x.head)] = x.head
     head_pairs, head_delta, head_weight = head_motion_pairs(head_np, cfg.head_lags)
+    eyes = eye_rows(body.vertex_keypoint_names) if has_eyes else (0, 0)  # (all weights 0 without eyes)
     Tcw = T(np.stack([np.concatenate([x.T_cam_world, np.tile(np.eye(4), (V - len(x.T_cam_world), 1, 1))])
                       for x in inputs]))  # fmt: skip
     params = T(np.stack([np.concatenate([x.params, np.tile(x.params[:1], (V - len(x.params), 1))]) for x in inputs]))
@@ -442,9 +444,7 @@ def pack_problems(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig, 
         coco=torch.as_tensor(coco_rows(body), device=dev),
         rep_scale=T([reprojection_scale(x.keypoints, x.weights, cfg.rep_reference_px) for x in inputs]),
         smooth_scale=T(smooth_scale),
-        head_index=torch.as_tensor(
-            head_motion_index(head_pairs, eye_rows(body.vertex_keypoint_names), body.num_outputs), device=dev
-        ),
+        head_index=torch.as_tensor(head_motion_index(head_pairs, eyes, body.num_outputs), device=dev),
         head_delta=T(head_delta),
         head_weight=T(head_weight),
     )
