@@ -415,13 +415,12 @@ def pack_problems(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig, 
     wt = np.stack([per_view(np.where(np.isfinite(x.keypoints).all(-1), x.weights, 0.0)) for x in inputs])
     wt = wt * frame_ok[:, :, None, None]
     tri_np = np.stack([_pad(x.tri, M) for x in inputs])
-    has_eyes = {"left_eye", "right_eye"} <= set(body.vertex_keypoint_names)  # else the anchor is not used
     head_np = np.full((P, M, 3), np.nan)  # the anchor (NaN unknown, and on padding)
     for p, x in enumerate(inputs):
-        if x.head is not None and has_eyes:
+        if x.head is not None:
             head_np[p, : len(x.head)] = x.head
     head_pairs, head_delta, head_weight = head_motion_pairs(head_np, cfg.head_lags)
-    eyes = eye_rows(body.vertex_keypoint_names) if has_eyes else (0, 0)  # (all weights 0 without eyes)
+    eyes = eye_rows(body.vertex_keypoint_names)  # the fit's bodies carry the face (``coco_rows``)
     Tcw = T(np.stack([np.concatenate([x.T_cam_world, np.tile(np.eye(4), (V - len(x.T_cam_world), 1, 1))])
                       for x in inputs]))  # fmt: skip
     params = T(np.stack([np.concatenate([x.params, np.tile(x.params[:1], (V - len(x.params), 1))]) for x in inputs]))
