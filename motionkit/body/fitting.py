@@ -32,6 +32,8 @@ from motionkit.body.objective import (
     PRIOR_TERMS,
     head_motion_index,
     head_motion_pairs,
+    head_turn_index,
+    head_turn_targets,
     reprojection_partners,
 )
 from motionkit.body.optim import lr_schedule, run_iterations
@@ -100,6 +102,10 @@ class BodyFitConfig:
     w_head: float = 0.1  # the fitted head's motion against the Aria head anchor's (``objective.head_motion``) ...
     head_lags: tuple[int, ...] = (1, 2, 4, 8)  # ... over these lags (grid frames) ...
     head_sigma_m: float = 0.05  # ... robust beyond this (m)
+    w_head_turn: float = 0.1  # in the second pass rounds, the head's vectors (eyes, ears, nose) against the
+    # Aria's orientation (``objective.head_turn_targets``: constant as the CPF sees them, that constant
+    # taken from stage C's body, whose shape and landmarks set their lengths) ...
+    head_turn_sigma_m: float = 0.05  # ... robust beyond this (m)
     w_landmark: float = 1e-3  # prior on the take's landmark offsets (stage C; 0: joint centres, no offsets)
     landmark_sigma_m: float = 0.1  # ... sum of (offset / sigma)^2
     sigma_3d_m: float = 0.1
@@ -153,7 +159,9 @@ class FitInputs:
     them with ``pipeline.fit_inputs.build_fit_inputs``); ``obs_frame (M,)`` the 30 fps frame each
     observation comes from; ``tri (M, 17, 3)`` triangulated joints (NaN missing); camera ``params (V, 8)``
     and ``T_cam_world (V, 4, 4)``; ``head (M, 3)`` the Aria head anchor at the grid frames (world metres,
-    NaN where unknown; None: no anchor), whose motion the head follows (``BodyFitConfig.w_head``).
+    NaN where unknown; None: no anchor), whose motion the head follows (``BodyFitConfig.w_head``);
+    ``head_rotation (M, 3, 3)`` the anchor's orientation (world from CPF, NaN where unknown; None: none),
+    which the head's turn follows (``BodyFitConfig.w_head_turn``).
     """
 
     fps: float
@@ -165,6 +173,7 @@ class FitInputs:
     T_cam_world: np.ndarray
     t0_s: float = 0.0  # take time of grid frame 0 (windows of a long take start later)
     head: np.ndarray | None = None
+    head_rotation: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         M = len(self.keypoints)
@@ -173,6 +182,8 @@ class FitInputs:
                     "params": (V, 8), "T_cam_world": (V, 4, 4)}  # fmt: skip
         if self.head is not None:
             expected["head"] = (M, 3)
+        if self.head_rotation is not None:
+            expected["head_rotation"] = (M, 3, 3)
         for name, shape in expected.items():
             got = np.shape(getattr(self, name))
             if got != shape:
@@ -311,7 +322,10 @@ class ProblemBatch:
     ``t_cw (P, V, 3)``, ``params (P, V, 8)``, ``theta_max (P, V)``; each observation's time between grid
     frames ``m0``, ``m1 (P, M)`` with weight ``w1 (P, M, 1, 1)``; ``fps (P,)``; ``coco (17,)`` the body's
     output rows of the COCO keypoints; ``frames`` the real frames of each problem; the Aria head term's
-    ``head_index``, ``head_delta`` and ``head_weight`` (``objective.head_motion``).
+    ``head_index``, ``head_delta`` and ``head_weight`` (``objective.head_motion``); the Aria's orientation
+    ``head_rotation (P, M, 3, 3)`` (identity where unknown), known on ``head_rotation_known (P, M)``, and
+    the head-turn term's ``turn_index (M * 3, 4)``, ``turn_target (P, M * 3, 3)`` and ``turn_weight (P, M *
+    3)`` (``objective.head_turn_targets``: zero weight until ``set_head_turn`` at the end of stage C).
     """
 
     frames: list[int]
@@ -334,6 +348,11 @@ class ProblemBatch:
     head_index: torch.Tensor  # (N, 4) the eye rows of frame pairs, (P, N, 3) the anchor's displacement over each
     head_delta: torch.Tensor  # and (P, N) their weights: what ``objective.head_motion`` compares
     head_weight: torch.Tensor
+    head_rotation: torch.Tensor
+    head_rotation_known: torch.Tensor
+    turn_index: torch.Tensor
+    turn_target: torch.Tensor = field(init=False)
+    turn_weight: torch.Tensor = field(init=False)
     # made once, not per iteration: 1 - w1, the problem index (P, 1), a zero term (P, 1)
     w0: torch.Tensor = field(init=False)
     problem: torch.Tensor = field(init=False)
@@ -343,6 +362,8 @@ class ProblemBatch:
         self.w0 = 1 - self.w1
         self.problem = torch.arange(self.kp.shape[0], device=self.kp.device)[:, None]
         self.zero_term = self.kp.new_zeros(self.kp.shape[0], 1)
+        self.turn_target = self.kp.new_zeros(self.P, len(self.turn_index), 3)
+        self.turn_weight = self.kp.new_zeros(self.P, len(self.turn_index))
 
     @property
     def P(self) -> int:
@@ -420,6 +441,11 @@ def pack_problems(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig, 
         if x.head is not None:
             head_np[p, : len(x.head)] = x.head
     head_pairs, head_delta, head_weight = head_motion_pairs(head_np, cfg.head_lags)
+    rot_np = np.full((P, M, 3, 3), np.nan)  # the anchor's orientation (NaN unknown, and on padding)
+    for p, x in enumerate(inputs):
+        if x.head_rotation is not None:
+            rot_np[p, : len(x.head_rotation)] = x.head_rotation
+    rot_known = np.isfinite(rot_np).all((-1, -2))
     eyes = eye_rows(body.vertex_keypoint_names)  # the fit's bodies carry the face (``coco_rows``)
     Tcw = T(np.stack([np.concatenate([x.T_cam_world, np.tile(np.eye(4), (V - len(x.T_cam_world), 1, 1))])
                       for x in inputs]))  # fmt: skip
@@ -446,6 +472,9 @@ def pack_problems(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig, 
         head_index=torch.as_tensor(head_motion_index(head_pairs, eyes, body.num_outputs), device=dev),
         head_delta=T(head_delta),
         head_weight=T(head_weight),
+        head_rotation=T(np.where(rot_known[..., None, None], np.nan_to_num(rot_np), np.eye(3))),
+        head_rotation_known=torch.as_tensor(rot_known, device=dev),
+        turn_index=torch.as_tensor(head_turn_index(coco_rows(body), M, body.num_outputs), device=dev),
     )
     R0 = np.concatenate(
         [np.stack([_pad(r[0], M) for r in inits])[:, :, None], np.stack([_pad(r[1], M) for r in inits])], 2
@@ -495,7 +524,7 @@ def posed_joints(ops: ModuleType, body: BodyModel, v: FitVariables, r: torch.Ten
 
 def term_names(v: FitVariables) -> tuple[str, ...]:
     """The objective's terms, in the order of ``stage_terms``'s columns."""
-    return ("rep",) + PRIOR_TERMS + ("shape", "head") + (("landmarks",) if v.learn_landmarks else ())
+    return ("rep",) + PRIOR_TERMS + ("shape", "head", "head_turn") + (("landmarks",) if v.learn_landmarks else ())
 
 
 def stage_weights(cfg: BodyFitConfig, stage: int, v: FitVariables, n_frames: int) -> dict[str, float]:
@@ -507,6 +536,8 @@ def stage_weights(cfg: BodyFitConfig, stage: int, v: FitVariables, n_frames: int
         w["smooth"], w["orient"] = cfg.w_smooth, cfg.w_orient_smooth
     if stage >= 1:
         w["rep"], w["pose"], w["limits"], w["head"] = cfg.w_rep, cfg.w_pose, cfg.w_limits, cfg.w_head
+    if stage >= 2:  # the head's turn from the Aria: its targets weigh nothing before ``set_head_turn``
+        w["head_turn"] = cfg.w_head_turn
     if stage >= 2 and v.learn_betas:
         w["shape"] = cfg.w_shape
     if stage >= 2 and v.learn_landmarks:
@@ -529,7 +560,8 @@ def stage_terms(ops: ModuleType, body: BodyModel, batch: ProblemBatch, v: FitVar
     pri = ops.prior_terms(J, batch.coco, batch.tri, tri_w, batch.frame_ok, batch.fps, r,
                           ops.rot6d_to_rotvec(r)[:, :, 1:], cfg.sigma_3d_m)  # fmt: skip
     head = ops.head_motion(J, batch.head_index, batch.head_delta, batch.head_weight, cfg.head_sigma_m)
-    terms = [rep[:, None], pri, (v.betas**2).sum(-1, keepdim=True), head]
+    turn = ops.head_motion(J, batch.turn_index, batch.turn_target, batch.turn_weight, cfg.head_turn_sigma_m)
+    terms = [rep[:, None], pri, (v.betas**2).sum(-1, keepdim=True), head, turn]
     if v.learn_landmarks:
         if stage >= 2:
             terms.append((v.landmarks**2).sum((1, 2))[:, None] / cfg.landmark_sigma_m**2)
@@ -675,6 +707,7 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
         return optimise_stage(ops, body, batch, v, cfg, stage, n_it, partner, progress)
 
     history = {f"stage_{'ABC'[s]}": run(s, n) for s, n in enumerate(cfg.iters) if n}
+    set_head_turn(ops, body, batch, v)  # from stage C's body (its shape and landmarks): the second passes turn the head
     n_dropped = torch.zeros(batch.P, dtype=torch.int64, device=dev)
     for k in range(cfg.second_pass_rounds if cfg.second_pass_px and cfg.second_pass_iters else 0):
         with torch.no_grad():  # drop what disagrees with the fitted body, re-run stage C
@@ -683,6 +716,17 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
             batch.wt = torch.where(drop, torch.zeros_like(batch.wt), batch.wt)
         history["second_pass" + (f"_{k + 1}" if k else "")] = run(2, cfg.second_pass_iters)
     return unpack(ops, body, batch, v, inputs, history, n_dropped)
+
+
+def set_head_turn(ops: ModuleType, body: BodyModel, batch: ProblemBatch, v: FitVariables) -> None:
+    """The head-turn term's targets and weights (``objective.head_turn_targets``) from the current body
+    (the end of stage C), in place (a CUDA graph captured later reads the same tensors)."""
+    with torch.no_grad():
+        J = posed_joints(ops, body, v, *pose_sequence(ops, v))
+        known = batch.head_rotation_known & (batch.frame_ok > 0)
+        target, weight = head_turn_targets(J, batch.turn_index, batch.head_rotation, known)
+        batch.turn_target.copy_(target)
+        batch.turn_weight.copy_(weight)
 
 
 def unpack(ops: ModuleType, body: BodyModel, batch: ProblemBatch, v: FitVariables, inputs: list[FitInputs],
@@ -749,7 +793,8 @@ def _slice_inputs(inp: FitInputs, start: int, stop: int, step: int = 1) -> FitIn
     idx = np.arange(start, stop, step)
     return FitInputs(inp.fps / step, inp.keypoints[idx], inp.weights[idx], inp.obs_frame[idx], inp.tri[idx],
                      inp.params, inp.T_cam_world, inp.t0_s + start / inp.fps,
-                     None if inp.head is None else inp.head[idx])  # fmt: skip
+                     None if inp.head is None else inp.head[idx],
+                     None if inp.head_rotation is None else inp.head_rotation[idx])  # fmt: skip
 
 
 def fit_take(body: BodyModel, inp: FitInputs, cfg: BodyFitConfig | None = None, progress=None) -> FitOutput:

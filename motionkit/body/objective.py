@@ -117,6 +117,41 @@ def head_motion(joints: torch.Tensor, index: torch.Tensor, anchor_delta: torch.T
     return (weight * r2 / (sigma * sigma + r2)).sum(1, keepdim=True)
 
 
+# the head's vectors whose direction the Aria's orientation fixes, as four COCO rows each (with
+# ``HEAD_PAIR_SIGNS``): left minus right eye, left minus right ear, the nose minus the eye midpoint
+HEAD_TURN_VECTORS = ((1, 1, 2, 2), (3, 3, 4, 4), (0, 0, 1, 2))
+
+
+def head_turn_index(coco: np.ndarray, n_frames: int, n_rows: int) -> np.ndarray:
+    """``(n_frames * 3, 4)`` rows of a ``(n_frames * n_rows)`` flattening of the body's output for each
+    frame's ``HEAD_TURN_VECTORS`` (frame-major), ``coco (17,)`` the body's output rows of the COCO
+    keypoints: what ``head_motion`` compares against ``head_turn_targets``."""
+    vec = np.asarray(coco, np.int64)[np.asarray(HEAD_TURN_VECTORS)]  # (3, 4)
+    return (np.arange(n_frames, dtype=np.int64)[:, None, None] * n_rows + vec[None]).reshape(-1, 4)
+
+
+def head_turn_targets(joints: torch.Tensor, index: torch.Tensor, rotation: torch.Tensor,
+                      known: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """Where the head's vectors should point, from the fitted body and the Aria's orientation: the glasses
+    sit still on the head, so each vector is constant in the CPF frame. Its take's constant is the
+    median over the frames of the fitted vector seen from the CPF (a head the fit turned wrong on a
+    minority of frames does not move it), and each frame's target is that constant turned by the frame's
+    CPF rotation. ``joints (P, M, R, 3)`` the body's output, ``index (M * 3, 4)`` (``head_turn_index``),
+    ``rotation (P, M, 3, 3)`` world-from-CPF (anything where not ``known (P, M)``). Returns the targets
+    ``(P, M * 3, 3)`` (world metres) and their weights ``(P, M * 3)``: 1 / (3 x the problem's known
+    frames) where known, else 0 (``head_motion`` then gives the mean over the vectors and frames)."""
+    P, M = known.shape
+    signs = joints.new_tensor(HEAD_PAIR_SIGNS)[:, None]
+    vec = (joints.flatten(1, 2)[:, index] * signs).sum(2).view(P, M, 3, 3)  # (P, M, vector, xyz) world
+    local = torch.einsum("pmji,pmkj->pmki", rotation, vec)  # R^T v: seen from the CPF
+    local = torch.where(known[..., None, None], local, float("nan"))
+    constant = local.nanmedian(dim=1).values.nan_to_num(0.0)  # (P, vector, xyz)
+    target = torch.einsum("pmij,pkj->pmki", rotation, constant).nan_to_num(0.0).reshape(P, M * 3, 3)
+    n_known = known.sum(1, keepdim=True).clamp_min(1)
+    weight = (known / (3 * n_known))[..., None].expand(P, M, 3).reshape(P, M * 3)
+    return target, weight.to(joints.dtype)
+
+
 PRIOR_TERMS = ("3d", "smooth", "orient", "pose", "limits")
 
 

@@ -142,23 +142,26 @@ def valid_frames(n_views: np.ndarray, fps: float, cfg: TrustConfig, n_seen_views
     return _covered(spans, len(n_views))
 
 
-def eyes_off_anchor(joints: np.ndarray, cpf: np.ndarray, names, max_m: float) -> np.ndarray:
-    """``(M,)`` bool: frames whose fitted eye midpoint (``joints (M, 55 + K, 3)`` world metres, vertex
-    keypoints named ``names``) lies more than ``max_m`` from the Aria head anchor ``cpf (M, 3)``; False
-    where either is unknown."""
-    with np.errstate(invalid="ignore"):
-        far = np.linalg.norm(eye_midpoint(joints, tuple(names)) - cpf, axis=-1) > max_m
-    return np.nan_to_num(far, nan=False).astype(bool)
+def eye_anchor_distance(joints: np.ndarray, cpf: np.ndarray, names) -> np.ndarray:
+    """``(M,)`` metres from the fitted eye midpoint (``joints (M, 55 + K, 3)`` world metres, vertex
+    keypoints named ``names``) to the Aria head anchor ``cpf (M, 3)``; NaN where either is unknown."""
+    return np.linalg.norm(eye_midpoint(joints, tuple(names)) - cpf, axis=-1)
 
 
-def quality_flags(joints, valid, n_views, fps, cpf, names, reproj_px=None, trusted=None,
+def eyes_off_anchor(distance: np.ndarray, max_m: float) -> np.ndarray:
+    """``(M,)`` bool: frames whose ``eye_anchor_distance`` exceeds ``max_m``; False where it is unknown."""
+    d = np.asarray(distance, dtype=np.float64)
+    return np.greater(d, max_m, out=np.zeros(d.shape, bool), where=np.isfinite(d))
+
+
+def quality_flags(joints, valid, n_views, fps, eye_anchor_m, reproj_px=None, trusted=None,
                   max_eye_anchor_m: float = TrustConfig.max_eye_anchor_m) -> dict[str, np.ndarray]:  # fmt: skip
     """Per-frame flags ``(M,)`` bool (stored, never used to delete frames), computed on the 22 body
     joints after 5-tap smoothing; speeds in physical units, so the rules do not depend on the rate.
 
-    ``joints (M, 55 + K, 3)`` world metres with ``K`` vertex keypoints named ``names`` (must include
-    the eyes), ``valid (M,)``, ``n_views (M,)`` views that support the frame (``ObservationSupport.n_views``),
-    ``cpf (M, 3)`` Aria head anchor, ``reproj_px (M, V)`` mean reprojection error per view (NaN where
+    ``joints (M, 55 + K, 3)`` world metres, ``valid (M,)``, ``n_views (M,)`` views that support the frame
+    (``ObservationSupport.n_views``), ``eye_anchor_m (M,)`` the fitted eyes' distance from the Aria head
+    anchor (``eye_anchor_distance``, NaN unknown), ``reproj_px (M, V)`` mean reprojection error per view (NaN where
     unused), ``trusted (M, 17)`` per-joint trust (``joint_trusted``). Flags: ``FEW_CAMS`` (< 3 views),
     ``FAST_JOINT`` (a joint faster than 5 m/s), ``HIGH_ACCEL`` (above
     40 m/s^2), ``EYE_ARIA_FAR`` (eye midpoint more than ``max_eye_anchor_m`` from the anchor, valid or
@@ -188,7 +191,7 @@ def quality_flags(joints, valid, n_views, fps, cpf, names, reproj_px=None, trust
         "FEW_CAMS": n_views < MIN_CAMS,
         "FAST_JOINT": valid & (vel > FAST_JOINT_M_S),
         "HIGH_ACCEL": valid & (acc > HIGH_ACCEL_M_S2),
-        "EYE_ARIA_FAR": eyes_off_anchor(joints, cpf, names, max_eye_anchor_m),
+        "EYE_ARIA_FAR": eyes_off_anchor(eye_anchor_m, max_eye_anchor_m),
         "STATIC": valid & static,
         "HIGH_REPROJ": valid & high_reproj,
         "SHORT_SEGMENT": short,

@@ -100,7 +100,9 @@ def build_fit_inputs(
     weight for keypoints below the ``triangulation`` config's ``conf_min`` (what triangulation does not
     use either: a detector's guess at a hidden joint), for pruned cameras, for the views that
     triangulation rejected at joints it triangulated, and, at joints it could not triangulate, for the
-    views more than its ``max_residual_px`` from the best point of the others."""
+    views more than its ``max_residual_px`` from the best point of the others. The Aria head anchor's
+    position and orientation at the samples' own times (``aria/position_at_sample``,
+    ``aria/rotation_at_sample``) guide the head (``FitInputs.head``, ``head_rotation``)."""
     tcfg = triangulation or TriangulationConfig()
     sel = selected_views(r)
     conf = np.asarray(r["association/confidence"], dtype=np.float64)
@@ -111,6 +113,6 @@ def build_fit_inputs(
     with np.errstate(invalid="ignore"):
         disagrees = ~tri_ok & (r["triangulation/residual_px"] > tcfg.max_residual_px)
     w = np.where(rejected | disagrees, 0.0, w)
-    head = r["aria/position_at_sample"] if "aria/position_at_sample" in r.arrays else None  # NaN: unknown
     return FitInputs(fps, r["association/keypoints"], w, r["grid/frame_index"], r["triangulation/points"], rig.params,
-                     rig.T_cam_world, head=head)  # fmt: skip
+                     rig.T_cam_world, head=r["aria/position_at_sample"],
+                     head_rotation=r["aria/rotation_at_sample"])  # fmt: skip

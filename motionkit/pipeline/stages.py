@@ -30,6 +30,7 @@ from motionkit.body.fitting import (
 from motionkit.body.model import BodyModel
 from motionkit.body.quality import (
     dropped_views,
+    eye_anchor_distance,
     eyes_off_anchor,
     joint_trusted,
     observation_support,
@@ -115,6 +116,7 @@ def stage_anchor(ctx: StageContext) -> None:
             "valid": anchor.valid,
             "reason": reason.astype(str),
             "position_at_sample": at_sample.position,  # at the samples' own times (the fit's), NaN unknown
+            "rotation_at_sample": at_sample.rotation,  # (M, 3, 3) world from CPF, likewise
         },
         cpf_source=DEFAULT_CPF_SOURCE,
         T_device_cpf="CAD DVT-S",
@@ -348,7 +350,8 @@ def stage_fit(ctx: StageContext) -> None:
     cameras["T_cam_world"] = shifted_cameras(cameras["T_cam_world"], shift)
     # the Aria knows where the head is: a fitted head far from it is not the wearer's body there
     head = r["aria/position_at_sample"]  # (M, 3) at the samples' own times, as the fit models them
-    valid = valid & ~eyes_off_anchor(out.joints, head, FACE_KEYPOINTS, trust.max_eye_anchor_m)
+    eye_anchor_m = eye_anchor_distance(out.joints, head, FACE_KEYPOINTS)  # (M,), NaN where unknown
+    valid = valid & ~eyes_off_anchor(eye_anchor_m, trust.max_eye_anchor_m)
     J = out.joints.copy()
     J[~valid] = np.nan
     nanv = np.where(valid[:, None], 1.0, np.nan)
@@ -366,10 +369,10 @@ def stage_fit(ctx: StageContext) -> None:
     r.put("joints", {"coco17": J[:, rows], "smplx": J[:, :55]})
     r.arrays["time_s"] = r["grid/time_s"]
     r.arrays["valid"] = valid
-    face_off = eyes_off_anchor(out.joints, head, FACE_KEYPOINTS, trust.max_face_anchor_m)  # a head turned wrong
+    face_off = eyes_off_anchor(eye_anchor_m, trust.max_face_anchor_m)  # a head turned wrong
     trusted = joint_trusted(support.joint, valid, fps, trust, face_off)
-    r.put("flags", quality_flags(out.joints, valid, n_views, fps, head, FACE_KEYPOINTS, out.reproj_px,
-                                 trusted, trust.max_eye_anchor_m))  # fmt: skip
+    r.put("flags", quality_flags(out.joints, valid, n_views, fps, eye_anchor_m, out.reproj_px, trusted,
+                                 trust.max_eye_anchor_m))  # fmt: skip
     views_dropped = int(dropped_views(inp.weights, out.obs_weight).sum())
     views_weighted = int(weighted_views(inp.weights).sum())
     seen = np.where(valid[:, None], out.reproj_px, np.nan)

@@ -9,7 +9,15 @@ from motionkit.body.fitting import (
     JOINT_LIMITS,
 )
 from motionkit.body.model import BodyModel
-from motionkit.body.objective import head_motion, head_motion_index, head_motion_pairs, limit_loss, robust_reprojection
+from motionkit.body.objective import (
+    head_motion,
+    head_motion_index,
+    head_motion_pairs,
+    head_turn_index,
+    head_turn_targets,
+    limit_loss,
+    robust_reprojection,
+)
 from motionkit.conventions import SMPLX_JOINT_NAMES
 from motionkit.geometry.fisheye import kb3_project_np
 from motionkit.geometry.robust import gmof
@@ -87,3 +95,43 @@ def test_head_motion_costs_what_the_anchor_does_not_explain():
     moved = torch.as_tensor(anchor + wobble).requires_grad_(True)
     cost(moved).sum().backward()
     assert moved.grad[0, ::2, 2].gt(0).all() and moved.grad[0, 1::2, 2].lt(0).all()  # descent flattens the wobble
+
+
+def test_head_turn_targets_hold_the_face_as_the_glasses_see_it():
+    """A head turning with the glasses (its face points fixed in the CPF frame), turned round by 180
+    degrees on a fifth of the frames: every frame's target is where the glasses put the face's vectors
+    (the take's constant is the median, which the wrong fifth does not move), so the right frames cost
+    nothing and the turned ones cost by hand-computed GMoF; frames without orientation get no weight;
+    the weights make a mean; gradients turn the wrong frames back."""
+    gen = np.random.default_rng(3)
+    M, sigma = 50, 0.05
+    R = roma.random_rotmat(M, generator=torch.Generator().manual_seed(4)).double()  # world from CPF
+    face = torch.as_tensor(gen.normal(0, 0.05, (5, 3)))  # nose, eyes, ears in the CPF frame (metres)
+    centre = torch.as_tensor(gen.normal(0, 1, (M, 1, 3)))
+    joints = (centre + torch.einsum("mij,kj->mki", R, face))[None].clone()  # (1, M, 5, 3): rows = COCO 0-4
+    turned = torch.arange(M) % 5 == 0
+    flip = torch.diag(torch.tensor([-1.0, -1.0, 1.0], dtype=torch.float64))  # 180 degrees about the CPF's y
+    joints[0, turned] = centre[turned] + torch.einsum("mij,jl,kl->mki", R[turned], flip, face)
+    known = torch.ones(1, M, dtype=torch.bool)
+    known[0, 7] = False
+    index = torch.as_tensor(head_turn_index(np.arange(5), M, 5))
+    target, weight = head_turn_targets(joints, index, R[None], known)
+    vectors = torch.stack([face[1] - face[2], face[3] - face[4], face[0] - 0.5 * (face[1] + face[2])])
+    want = torch.einsum("mij,kj->mki", R, vectors).reshape(1, M * 3, 3)
+    rows = ~known[0].repeat_interleave(3)
+    torch.testing.assert_close(target[0, ~rows], want[0, ~rows])
+    assert weight[0, rows].eq(0).all() and weight.sum().item() == pytest.approx(1.0)
+    cost = head_motion(joints, index, target, weight, sigma).item()
+    vec = (joints.flatten(1, 2)[:, index] * joints.new_tensor([0.5, 0.5, -0.5, -0.5])[:, None]).sum(2)
+    r2 = ((vec - want) ** 2).sum(-1)[0]  # only the turned frames' vectors are off (reversed in x and z)
+    expected = (weight[0] * r2 / (sigma**2 + r2)).sum().item()
+    assert cost == pytest.approx(expected, rel=1e-6) and expected > 0.1
+    right = joints.clone()
+    right[0, turned] = (centre + torch.einsum("mij,kj->mki", R, face))[turned]
+    assert head_motion(right, index, target, weight, sigma).item() == pytest.approx(0.0, abs=1e-12)
+    moved = joints.clone().requires_grad_(True)
+    head_motion(moved, index, target, weight, sigma).sum().backward()
+    g = moved.grad[0]
+    assert g[~turned].abs().max() < 1e-4 * g[turned].abs().max()  # only the turned frames are pulled ...
+    step = (joints - 1e-4 * g).detach()
+    assert head_motion(step, index, target, weight, sigma).item() < cost  # ... towards their targets

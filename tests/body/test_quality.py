@@ -4,6 +4,7 @@ import pytest
 from motionkit.body.quality import (
     TrustConfig,
     dropped_views,
+    eye_anchor_distance,
     eyes_off_anchor,
     flag_shares,
     joint_trusted,
@@ -39,14 +40,19 @@ def test_flags_follow_their_rules():
     reproj = np.full((M, 4), 10.0)
     reproj[30:35, :3] = 80.0  # three of four views far off: the median is too
     reproj[40:45, 0] = 80.0  # one view far off: the median is fine
-    f = quality_flags(J, valid, n_views, fps, cpf, NAMES, reproj)
+    eye_anchor_m = eye_anchor_distance(J, cpf, NAMES)
+    np.testing.assert_allclose(eye_anchor_m, np.r_[np.zeros(150), np.full(M - 150, 0.5)], atol=1e-12)
+    f = quality_flags(J, valid, n_views, fps, eye_anchor_m, reproj)
     np.testing.assert_array_equal(np.flatnonzero(f["FEW_CAMS"]), np.arange(10, 20))
     assert f["STATIC"][:50].all() and not f["STATIC"][100:].any()  # the 1.5-s window reaches 0.75 s around
     np.testing.assert_array_equal(np.flatnonzero(f["HIGH_REPROJ"]), np.arange(30, 35))
     # the anchor 0.5 m off from frame 150 on, valid or not (such frames are made invalid: eyes_off_anchor)
     np.testing.assert_array_equal(np.flatnonzero(f["EYE_ARIA_FAR"]), np.arange(150, M))
-    np.testing.assert_array_equal(f["EYE_ARIA_FAR"], eyes_off_anchor(J, cpf, NAMES, 0.30))
-    assert eyes_off_anchor(J, cpf, NAMES, 0.6).sum() == 0  # 0.5 m off: within 0.6 m
+    np.testing.assert_array_equal(f["EYE_ARIA_FAR"], eyes_off_anchor(eye_anchor_m, 0.30))
+    assert eyes_off_anchor(eye_anchor_m, 0.6).sum() == 0  # 0.5 m off: within 0.6 m
+    unknown = eye_anchor_m.copy()
+    unknown[160:] = np.nan  # no anchor there: not off it
+    np.testing.assert_array_equal(np.flatnonzero(eyes_off_anchor(unknown, 0.30)), np.arange(150, 160))
     assert f["SHORT_SEGMENT"][188:].all() and not f["SHORT_SEGMENT"][:185].any()
     assert not f["FAST_JOINT"].any() and not f["HIGH_ACCEL"][5:75].any()
 
@@ -145,12 +151,12 @@ def test_a_joint_is_trusted_where_two_views_support_it_in_the_frame_or_steadily(
     face = joint_trusted(support, valid, fps, TrustConfig(support_window_s=0.25), turned)
     assert not face[5:8, :5].any() and face[5:8, 5:].all()
     np.testing.assert_array_equal(face[~turned], t[~turned])
-    f = quality_flags(_body(M, fps, np.ones(M)), valid, np.full(M, 3), fps, np.zeros((M, 3)), NAMES,
+    f = quality_flags(_body(M, fps, np.ones(M)), valid, np.full(M, 3), fps, np.zeros(M),
                       trusted=np.where(np.arange(M)[:, None] < 20, t, t & (np.arange(17) < 8)))  # fmt: skip
     np.testing.assert_array_equal(np.flatnonzero(f["OCCLUDED"]), np.arange(20, 50))  # 3 of 12 body landmarks
     for k, flagged in ((2, False), (3, True)):  # both ankles untrusted: not flagged; a knee as well: flagged
         legs = np.isin(np.arange(17), COCO17_BODY[-k:])  # the last k body landmarks
-        f = quality_flags(_body(M, fps, np.ones(M)), valid, np.full(M, 3), fps, np.zeros((M, 3)), NAMES,
+        f = quality_flags(_body(M, fps, np.ones(M)), valid, np.full(M, 3), fps, np.zeros(M),
                           trusted=np.broadcast_to(~legs, (M, 17)))  # fmt: skip
         assert f["OCCLUDED"][:50].all() == flagged and not f["OCCLUDED"][50:].any()
 
