@@ -104,7 +104,8 @@ class BodyFitConfig:
     head_sigma_m: float = 0.05  # ... robust beyond this (m)
     w_head_turn: float = 0.1  # in the second pass rounds, the head's vectors (eyes, ears, nose) against the
     # Aria's orientation (``objective.head_turn_targets``: constant as the CPF sees them, that constant
-    # taken from stage C's body, whose shape and landmarks set their lengths) ...
+    # taken from stage C's body, whose shape and landmarks set their lengths; no effect without second pass
+    # rounds) ...
     head_turn_sigma_m: float = 0.05  # ... robust beyond this (m)
     w_landmark: float = 1e-3  # prior on the take's landmark offsets (stage C; 0: joint centres, no offsets)
     landmark_sigma_m: float = 0.1  # ... sum of (offset / sigma)^2
