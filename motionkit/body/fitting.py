@@ -550,7 +550,8 @@ def stage_terms(ops: ModuleType, body: BodyModel, batch: ProblemBatch, v: FitVar
                 stage: int, tri_w: torch.Tensor, partner: torch.Tensor) -> torch.Tensor:  # fmt: skip
     """``(P, len(term_names))`` unweighted terms of stage ``stage``: the reprojection (stages B and C, with
     the interchangeable pairs ``partner``), the prior terms (3D agreement with weights ``tri_w``), the
-    shape L2 and the landmarks' prior."""
+    shape L2, the Aria head terms (its motion, weighted from stage B; its turn, computed in stage C only)
+    and the landmarks' prior."""
     r, tr = pose_sequence(ops, v)
     J = posed_joints(ops, body, v, r, tr, stage)
     if stage >= 1:
@@ -561,7 +562,10 @@ def stage_terms(ops: ModuleType, body: BodyModel, batch: ProblemBatch, v: FitVar
     pri = ops.prior_terms(J, batch.coco, batch.tri, tri_w, batch.frame_ok, batch.fps, r,
                           ops.rot6d_to_rotvec(r)[:, :, 1:], cfg.sigma_3d_m)  # fmt: skip
     head = ops.head_motion(J, batch.head_index, batch.head_delta, batch.head_weight, cfg.head_sigma_m)
-    turn = ops.head_motion(J, batch.turn_index, batch.turn_target, batch.turn_weight, cfg.head_turn_sigma_m)
+    if stage >= 2:  # the head's turn: no targets before the end of stage C (``set_head_turn``)
+        turn = ops.head_motion(J, batch.turn_index, batch.turn_target, batch.turn_weight, cfg.head_turn_sigma_m)
+    else:
+        turn = batch.zero_term
     terms = [rep[:, None], pri, (v.betas**2).sum(-1, keepdim=True), head, turn]
     if v.learn_landmarks:
         if stage >= 2:
