@@ -324,9 +324,9 @@ class ProblemBatch:
     frames ``m0``, ``m1 (P, M)`` with weight ``w1 (P, M, 1, 1)``; ``fps (P,)``; ``coco (17,)`` the body's
     output rows of the COCO keypoints; ``frames`` the real frames of each problem; the Aria head term's
     ``head_index``, ``head_delta`` and ``head_weight`` (``objective.head_motion``); the Aria's orientation
-    ``head_rotation (P, M, 3, 3)`` (identity where unknown), known on ``head_rotation_known (P, M)``, and
-    the head-turn term's ``turn_index (M * 3, 4)``, ``turn_target (P, M * 3, 3)`` and ``turn_weight (P, M *
-    3)`` (``objective.head_turn_targets``: zero weight until ``set_head_turn`` at the end of stage C).
+    ``head_rotation (P, M, 3, 3)`` (NaN where unknown and on padding), and the head-turn term's
+    ``turn_index (M * 3, 4)``, ``turn_target (P, M * 3, 3)`` and ``turn_weight (P, M * 3)``
+    (``objective.head_turn_targets``: zero weight until ``set_head_turn`` at the end of stage C).
     """
 
     frames: list[int]
@@ -350,7 +350,6 @@ class ProblemBatch:
     head_delta: torch.Tensor  # and (P, N) their weights: what ``objective.head_motion`` compares
     head_weight: torch.Tensor
     head_rotation: torch.Tensor
-    head_rotation_known: torch.Tensor
     turn_index: torch.Tensor
     turn_target: torch.Tensor = field(init=False)
     turn_weight: torch.Tensor = field(init=False)
@@ -437,16 +436,14 @@ def pack_problems(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig, 
     wt = np.stack([per_view(np.where(np.isfinite(x.keypoints).all(-1), x.weights, 0.0)) for x in inputs])
     wt = wt * frame_ok[:, :, None, None]
     tri_np = np.stack([_pad(x.tri, M) for x in inputs])
-    head_np = np.full((P, M, 3), np.nan)  # the anchor (NaN unknown, and on padding)
+    head_np = np.full((P, M, 3), np.nan)  # the anchor's position and orientation (NaN unknown, and on padding)
+    rot_np = np.full((P, M, 3, 3), np.nan)
     for p, x in enumerate(inputs):
         if x.head is not None:
             head_np[p, : len(x.head)] = x.head
-    head_pairs, head_delta, head_weight = head_motion_pairs(head_np, cfg.head_lags)
-    rot_np = np.full((P, M, 3, 3), np.nan)  # the anchor's orientation (NaN unknown, and on padding)
-    for p, x in enumerate(inputs):
         if x.head_rotation is not None:
             rot_np[p, : len(x.head_rotation)] = x.head_rotation
-    rot_known = np.isfinite(rot_np).all((-1, -2))
+    head_pairs, head_delta, head_weight = head_motion_pairs(head_np, cfg.head_lags)
     eyes = eye_rows(body.vertex_keypoint_names)  # the fit's bodies carry the face (``coco_rows``)
     Tcw = T(np.stack([np.concatenate([x.T_cam_world, np.tile(np.eye(4), (V - len(x.T_cam_world), 1, 1))])
                       for x in inputs]))  # fmt: skip
@@ -473,8 +470,7 @@ def pack_problems(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig, 
         head_index=torch.as_tensor(head_motion_index(head_pairs, eyes, body.num_outputs), device=dev),
         head_delta=T(head_delta),
         head_weight=T(head_weight),
-        head_rotation=T(np.where(rot_known[..., None, None], np.nan_to_num(rot_np), np.eye(3))),
-        head_rotation_known=torch.as_tensor(rot_known, device=dev),
+        head_rotation=T(rot_np),
         turn_index=torch.as_tensor(head_turn_index(coco_rows(body), M, body.num_outputs), device=dev),
     )
     R0 = np.concatenate(
@@ -728,8 +724,7 @@ def set_head_turn(ops: ModuleType, body: BodyModel, batch: ProblemBatch, v: FitV
     (the end of stage C), in place (a CUDA graph captured later reads the same tensors)."""
     with torch.no_grad():
         J = posed_joints(ops, body, v, *pose_sequence(ops, v))
-        known = batch.head_rotation_known & (batch.frame_ok > 0)
-        target, weight = head_turn_targets(J, batch.turn_index, batch.head_rotation, known)
+        target, weight = head_turn_targets(J, batch.turn_index, batch.head_rotation)
         batch.turn_target.copy_(target)
         batch.turn_weight.copy_(weight)
 

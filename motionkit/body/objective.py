@@ -92,6 +92,13 @@ def head_motion_pairs(head: np.ndarray, lags: tuple[int, ...]) -> tuple[np.ndarr
 HEAD_PAIR_SIGNS = (0.5, 0.5, -0.5, -0.5)  # the eye midpoint's displacement from the four rows of a pair
 
 
+def head_row_vectors(joints: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``(P, N, 3)``: ``0.5 (a + b) - 0.5 (c + d)`` of the four rows ``index (N, 4)`` of a ``(M R)``
+    flattening of the body's output ``joints (P, M, R, 3)`` (``HEAD_PAIR_SIGNS``): what ``head_motion``
+    compares with its targets."""
+    return (joints.flatten(1, 2)[:, index] * joints.new_tensor(HEAD_PAIR_SIGNS)[:, None]).sum(2)
+
+
 def head_motion_index(pairs: np.ndarray, eye_rows: tuple[int, int], n_rows: int) -> np.ndarray:
     """``(N, 4)`` rows of a ``(M * n_rows)`` flattening of the body's output ``(M, n_rows, 3)`` for each
     pair ``(m, m')`` of ``pairs (2, N)``: the left and right eye at ``m'``, then at ``m``."""
@@ -111,8 +118,7 @@ def head_motion(joints: torch.Tensor, index: torch.Tensor, anchor_delta: torch.T
     offset from the eyes and its slow drift (a few cm over a take) cost nothing, while the SLAM's
     millimetre precision from frame to frame holds the head where far cameras meet at narrow angles. 0
     for problems without a known pair."""
-    signs = joints.new_tensor(HEAD_PAIR_SIGNS)[:, None]
-    d = (joints.flatten(1, 2)[:, index] * signs).sum(2) - anchor_delta  # (P, N, 3)
+    d = head_row_vectors(joints, index) - anchor_delta  # (P, N, 3)
     r2 = (d * d).sum(-1)
     return (weight * r2 / (sigma * sigma + r2)).sum(1, keepdim=True)
 
@@ -130,19 +136,19 @@ def head_turn_index(coco: np.ndarray, n_frames: int, n_rows: int) -> np.ndarray:
     return (np.arange(n_frames, dtype=np.int64)[:, None, None] * n_rows + vec[None]).reshape(-1, 4)
 
 
-def head_turn_targets(joints: torch.Tensor, index: torch.Tensor, rotation: torch.Tensor,
-                      known: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+def head_turn_targets(joints: torch.Tensor, index: torch.Tensor,
+                      rotation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     """Where the head's vectors should point, from the fitted body and the Aria's orientation: the glasses
     sit still on the head, so each vector is constant in the CPF frame. Its take's constant is the
     median over the frames of the fitted vector seen from the CPF (a head the fit turned wrong on a
     minority of frames does not move it), and each frame's target is that constant turned by the frame's
     CPF rotation. ``joints (P, M, R, 3)`` the body's output, ``index (M * 3, 4)`` (``head_turn_index``),
-    ``rotation (P, M, 3, 3)`` world-from-CPF (anything where not ``known (P, M)``). Returns the targets
+    ``rotation (P, M, 3, 3)`` world-from-CPF (NaN where unknown). Returns the targets
     ``(P, M * 3, 3)`` (world metres) and their weights ``(P, M * 3)``: 1 / (3 x the problem's known
     frames) where known, else 0 (``head_motion`` then gives the mean over the vectors and frames)."""
-    P, M = known.shape
-    signs = joints.new_tensor(HEAD_PAIR_SIGNS)[:, None]
-    vec = (joints.flatten(1, 2)[:, index] * signs).sum(2).view(P, M, 3, 3)  # (P, M, vector, xyz) world
+    P, M = rotation.shape[:2]
+    known = rotation.isfinite().all(-1).all(-1)  # (P, M)
+    vec = head_row_vectors(joints, index).view(P, M, 3, 3)  # (P, M, vector, xyz) world
     local = torch.einsum("pmji,pmkj->pmki", rotation, vec)  # R^T v: seen from the CPF
     local = torch.where(known[..., None, None], local, float("nan"))
     constant = local.nanmedian(dim=1).values.nan_to_num(0.0)  # (P, vector, xyz)

@@ -114,8 +114,9 @@ def test_head_turn_targets_hold_the_face_as_the_glasses_see_it():
     joints[0, turned] = centre[turned] + torch.einsum("mij,jl,kl->mki", R[turned], flip, face)
     known = torch.ones(1, M, dtype=torch.bool)
     known[0, 7] = False
+    rotation = torch.where(known[..., None, None], R[None], float("nan"))  # the glasses unknown at frame 7
     index = torch.as_tensor(head_turn_index(np.arange(5), M, 5))
-    target, weight = head_turn_targets(joints, index, R[None], known)
+    target, weight = head_turn_targets(joints, index, rotation)
     vectors = torch.stack([face[1] - face[2], face[3] - face[4], face[0] - 0.5 * (face[1] + face[2])])
     want = torch.einsum("mij,kj->mki", R, vectors).reshape(1, M * 3, 3)
     rows = ~known[0].repeat_interleave(3)
