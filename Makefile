@@ -30,7 +30,7 @@ test: $(STAMP)
 cuda-check: $(STAMP)
 	$(BIN)/python -m motionkit.kernels cpu cuda
 
-# on a GPU machine: CUDA parity tests and the GPU benchmarks in one go (< 5 minutes)
+# on a GPU machine: CUDA parity tests and the GPU benchmarks in one go (about 6 minutes)
 gpu-check: $(STAMP)
 	bash benchmarks/gpu_check.sh
 

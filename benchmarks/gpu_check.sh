@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One call on a lent GPU machine (the `device` tool; check its status first): the CUDA build, the CUDA
-# parity tests, the GPU fit benchmark and the detection throughput, in about 5 minutes. Prints everything to record in
+# parity tests, the GPU fit benchmark, its profile and the detection throughput, in about 6 minutes. Prints everything to record in
 # benchmarks/README.md. Usage: bash benchmarks/gpu_check.sh   (from the repository root)
 set -uo pipefail
 export PYTHONUNBUFFERED=1
@@ -26,5 +26,7 @@ echo "== end to end: motionkit fit --take demo on CUDA"
 timeout 120 "$PY" -m motionkit.cli fit --take demo --fps 20 --device cuda --out "$MOTIONKIT_HOME/demo" 2>&1 | grep -v Warn | tail -12
 echo "== GPU fit benchmark (20-s realistic takes; 1 take and 16 batched)"
 timeout 170 "$PY" benchmarks/bench_fit.py --devices cuda --takes 16 --seconds 20
+echo "== where the fit's time goes (per stage, graphs vs eager vs CPU, top kernels)"
+timeout 120 "$PY" benchmarks/gpu_profile.py --device cuda --takes 16 2>&1 | grep -v "Warn\|val = self\|USDT"
 echo "== detection throughput (decode, RF-DETR Nano on 448p, keypoints on 576-px crops; random weights)"
 timeout 80 "$PY" benchmarks/bench_detect.py --devices cuda --frames 60 --scale 1.0 --batch 32

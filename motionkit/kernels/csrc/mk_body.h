@@ -317,41 +317,62 @@ MK_HD void head_pair_residual(const T* J, const int64_t* ix, const T* delta, T* 
     d[c] = T(0.5) * (J[3 * ix[0] + c] + J[3 * ix[1] + c] - J[3 * ix[2] + c] - J[3 * ix[3] + c]) - delta[c];
 }
 
+// One pair's share weight GMoF(|d|^2; sigma) / sigma^2 (s2 = sigma^2); 0 without weight.
+template <typename T>
+MK_HD T head_pair_term(const T* J, const int64_t* ix, const T* delta, T weight, T s2) {
+  if (!(weight != T(0))) return T(0);
+  T d[3];
+  head_pair_residual(J, ix, delta, d);
+  const T r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+  return weight * r2 / (s2 + r2);
+}
+
+// The problem's term: the pairs' shares (partial (N), head_pair_term) added in pair order, as the CPU
+// computes them in place and the GPU after computing them one thread per pair.
+template <typename T>
+MK_HD T head_motion_sum(const T* partial, const T* weight, int64_t N) {
+  T total = 0;
+  for (int64_t n = 0; n < N; ++n)
+    if (weight[n] != T(0)) total += partial[n];
+  return total;
+}
+
 template <typename T>
 MK_HD T head_motion_problem(const T* J, const int64_t* index, const T* delta, const T* weight, int64_t N, T sigma) {
   const T s2 = sigma * sigma;
   T total = 0;
-  for (int64_t n = 0; n < N; ++n) {
-    if (!(weight[n] != T(0))) continue;
-    T d[3];
-    head_pair_residual(J, index + 4 * n, delta + 3 * n, d);
-    const T r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-    total += weight[n] * r2 / (s2 + r2);
-  }
+  for (int64_t n = 0; n < N; ++n)
+    if (weight[n] != T(0)) total += head_pair_term(J, index + 4 * n, delta + 3 * n, weight[n], s2);
   return total;
 }
 
-// gradient gJ (M R 3 entries) w.r.t. J of grad * head_motion_problem; zeroed first when n_zero (its size) > 0
+// The gradient g (3) of grad * weight GMoF(|d|^2; sigma) / sigma^2 w.r.t. the pair's signed row sum,
+// which passes it on to its rows: + g / 2 to the first two, - g / 2 to the last two (folded in here).
 template <typename T>
-MK_HD void head_motion_problem_backward(const T* J, const int64_t* index, const T* delta, const T* weight, int64_t N,
-                                        T sigma, T grad, int64_t n_zero, T* gJ) {
-  for (int64_t e = 0; e < n_zero; ++e) gJ[e] = 0;
-  const T s2 = sigma * sigma;
-  for (int64_t n = 0; n < N; ++n) {
+MK_HD void head_pair_gradient(const T* J, const int64_t* ix, const T* delta, T weight, T s2, T grad, T* g) {
+  T d[3];
+  head_pair_residual(J, ix, delta, d);
+  const T r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+  const T q = s2 + r2;
+  const T scale = grad * weight * s2 / (q * q) * 2 * T(0.5);  // d/dr2 of r2/(s2+r2), x 2 d, x 1/2 per row
+  for (int c = 0; c < 3; ++c) g[c] = scale * d[c];
+}
+
+// Row t of the gradient (3 channels) of grad * head_motion_problem w.r.t. J: the pairs that read row t
+// gathered instead of scattered (readers[reader_ptr[t] .. reader_ptr[t + 1]], each r = 4 n + slot, in
+// increasing r: the order in which a pass over the pairs would add them), so that every row is one
+// independent sum (one GPU thread each, no atomics) and CPU and GPU add in the same order.
+template <typename T>
+MK_HD void head_motion_backward_row(const T* J, const int64_t* index, const T* delta, const T* weight,
+                                    const int64_t* readers, const int64_t* reader_ptr, int64_t t, T s2, T grad,
+                                    T* out) {
+  out[0] = out[1] = out[2] = 0;
+  for (int64_t k = reader_ptr[t]; k < reader_ptr[t + 1]; ++k) {
+    const int64_t r = readers[k], n = r / 4;
     if (!(weight[n] != T(0))) continue;
-    const int64_t* ix = index + 4 * n;
-    T d[3];
-    head_pair_residual(J, ix, delta + 3 * n, d);
-    const T r2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-    const T q = s2 + r2;
-    const T scale = grad * weight[n] * s2 / (q * q) * 2 * T(0.5);  // d/dr2 of r2/(s2+r2), x 2 d, x 1/2 per eye
-    for (int c = 0; c < 3; ++c) {
-      const T g = scale * d[c];
-      gJ[3 * ix[0] + c] += g;
-      gJ[3 * ix[1] + c] += g;
-      gJ[3 * ix[2] + c] -= g;
-      gJ[3 * ix[3] + c] -= g;
-    }
+    T g[3];
+    head_pair_gradient(J, index + 4 * n, delta + 3 * n, weight[n], s2, grad, g);
+    for (int c = 0; c < 3; ++c) out[c] += r % 4 < 2 ? g[c] : -g[c];
   }
 }
 
@@ -359,30 +380,27 @@ MK_HD void head_motion_problem_backward(const T* J, const int64_t* index, const 
 constexpr double kReprojectionClamp = 1e-6;  // sum of weights below which the loss is sum w GMoF / 1e-6
 constexpr double kPriorClamp = 1.0;          // masked means divide by max(sum w, 1)
 
-// One problem's per-frame partial sums part (M, 2K) (K numerators, then K denominators) -> the K means
-// out[k] = sum num / max(sum den, clamp) and the denominators, summed in frame order in double precision.
+// Term k of one problem's per-frame partial sums part (M, 2K) (K numerators, then K denominators): the mean
+// out[k] = sum num / max(sum den, clamp) and the denominator, summed in frame order in double precision
+// (one GPU thread per problem and term).
 template <typename T>
-MK_HD void reduce_problem(const T* part, int64_t M, int K, double clamp, T* out, T* den) {
-  for (int k = 0; k < K; ++k) {
-    double n = 0, d = 0;
-    for (int64_t m = 0; m < M; ++m) {
-      n += part[m * 2 * K + k];
-      d += part[m * 2 * K + K + k];
-    }
-    den[k] = static_cast<T>(d);
-    out[k] = static_cast<T>(n / (d > clamp ? d : clamp));
+MK_HD void reduce_term(const T* part, int64_t M, int K, int k, double clamp, T* out, T* den) {
+  double n = 0, d = 0;
+  for (int64_t m = 0; m < M; ++m) {
+    n += part[m * 2 * K + k];
+    d += part[m * 2 * K + K + k];
   }
+  den[k] = static_cast<T>(d);
+  out[k] = static_cast<T>(n / (d > clamp ? d : clamp));
 }
 
-// column sums of rows (per, B) in row order, in double precision: a problem's shape gradient from its frames
-// (the same result whatever else is in the batch, padding included)
+// column b of rows (per, B) summed in row order in double precision: a problem's shape gradient from its
+// frames (the same result whatever else is in the batch, padding included; one GPU thread per column)
 template <typename T>
-MK_HD void sum_rows(const T* rows, int64_t per, int B, T* out) {
-  for (int b = 0; b < B; ++b) {
-    double s = 0;
-    for (int64_t n = 0; n < per; ++n) s += rows[n * B + b];
-    out[b] = static_cast<T>(s);
-  }
+MK_HD T sum_column(const T* rows, int64_t per, int B, int b) {
+  double s = 0;
+  for (int64_t n = 0; n < per; ++n) s += rows[n * B + b];
+  return static_cast<T>(s);
 }
 
 // upstream gradient / clamped denominator, per term

@@ -256,7 +256,8 @@ inline BodyGrads body_backward_outputs(const at::Tensor& grad_out, const at::Ten
 
 // head_motion: J (P, M, R, 3); index (N, 4) int64 rows of the flattened (M R); delta (P, N, 3); weight (P, N)
 inline void check_head_motion_inputs(const at::Tensor& J, const at::Tensor& index, const at::Tensor& delta,
-                                     const at::Tensor& weight) {
+                                     const at::Tensor& weight, const at::Tensor& readers,
+                                     const at::Tensor& reader_ptr) {
   TORCH_CHECK(J.dim() == 4 && J.size(3) == 3 && J.is_contiguous(),
               "motionkit.head_motion: joints must be contiguous (P, M, R, 3), got ", J.sizes());
   const int64_t P = J.size(0), N = index.size(0);
@@ -268,6 +269,14 @@ inline void check_head_motion_inputs(const at::Tensor& J, const at::Tensor& inde
               weight.sizes());
   check_same(J, delta, "delta");
   check_same(J, weight, "weight");
+  TORCH_CHECK(readers.dim() == 1 && readers.numel() == 4 * N && readers.scalar_type() == at::kLong &&
+                  readers.is_contiguous() && readers.device() == J.device(),
+              "motionkit.head_motion: readers must be a contiguous int64 (4 N) tensor on ", J.device());
+  TORCH_CHECK(reader_ptr.dim() == 1 && reader_ptr.numel() == J.size(1) * J.size(2) + 1 &&
+                  reader_ptr.scalar_type() == at::kLong && reader_ptr.is_contiguous() &&
+                  reader_ptr.device() == J.device(),
+              "motionkit.head_motion: reader_ptr must be a contiguous int64 (M R + 1) tensor on ", J.device(),
+              ", got ", reader_ptr.sizes());
 }
 
 }  // namespace mk

@@ -30,7 +30,8 @@ std::tuple<at::Tensor, at::Tensor> reduce(const at::Tensor& partial, int K, doub
     scalar_t *o = out.data_ptr<scalar_t>(), *d = den.data_ptr<scalar_t>();
     const int64_t M = partial.size(1);
     at::parallel_for(0, partial.size(0), 1, [&](int64_t lo, int64_t hi) {
-      for (int64_t p = lo; p < hi; ++p) mk::reduce_problem(part + p * M * 2 * K, M, K, clamp, o + p * K, d + p * K);
+      for (int64_t p = lo; p < hi; ++p)
+        for (int k = 0; k < K; ++k) mk::reduce_term(part + p * M * 2 * K, M, K, k, clamp, o + p * K, d + p * K);
     });
   });
   return {out, den};
@@ -97,8 +98,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> body_joints_backward_
     const int B = static_cast<int>(betas.size(1));
     at::parallel_for(0, betas.size(0), 1, [&](int64_t lo, int64_t hi) {
       for (int64_t p = lo; p < hi; ++p) {
-        mk::sum_rows(rows + p * per * B, per, B, o + p * B);
-        mk::sum_rows(drows + p * per * K * 3, per, K * 3, od + p * K * 3);
+        for (int b = 0; b < B; ++b) o[p * B + b] = mk::sum_column(rows + p * per * B, per, B, b);
+        for (int b = 0; b < K * 3; ++b) od[p * K * 3 + b] = mk::sum_column(drows + p * per * K * 3, per, K * 3, b);
       }
     });
   });
@@ -180,13 +181,14 @@ at::Tensor robust_reprojection_backward_cpu(const at::Tensor& grad, const at::Te
 }
 
 at::Tensor head_motion_cpu(const at::Tensor& joints, const at::Tensor& index, const at::Tensor& delta,
-                           const at::Tensor& weight, double sigma) {
-  mk::check_head_motion_inputs(joints, index, delta, weight);
+                           const at::Tensor& weight, const at::Tensor& readers, const at::Tensor& reader_ptr,
+                           double sigma) {
+  mk::check_head_motion_inputs(joints, index, delta, weight, readers, reader_ptr);
   const int64_t P = joints.size(0), N = index.size(0), per = joints.size(1) * joints.size(2) * 3;
   auto out = at::empty({P, 1}, joints.options());
-  auto d = delta.contiguous(), w = weight.contiguous();
   AT_DISPATCH_FLOATING_TYPES(joints.scalar_type(), "head_motion_cpu", [&] {
-    const scalar_t *X = joints.data_ptr<scalar_t>(), *dp = d.data_ptr<scalar_t>(), *wp = w.data_ptr<scalar_t>();
+    const scalar_t *X = joints.data_ptr<scalar_t>(), *dp = delta.data_ptr<scalar_t>();
+    const scalar_t* wp = weight.data_ptr<scalar_t>();
     const int64_t* ix = index.data_ptr<int64_t>();
     scalar_t* o = out.data_ptr<scalar_t>();
     at::parallel_for(0, P, 1, [&](int64_t lo, int64_t hi) {
@@ -198,20 +200,25 @@ at::Tensor head_motion_cpu(const at::Tensor& joints, const at::Tensor& index, co
 }
 
 at::Tensor head_motion_backward_cpu(const at::Tensor& grad, const at::Tensor& joints, const at::Tensor& index,
-                                    const at::Tensor& delta, const at::Tensor& weight, double sigma) {
-  mk::check_head_motion_inputs(joints, index, delta, weight);
-  const int64_t P = joints.size(0), N = index.size(0), per = joints.size(1) * joints.size(2) * 3;
+                                    const at::Tensor& delta, const at::Tensor& weight, const at::Tensor& readers,
+                                    const at::Tensor& reader_ptr, double sigma) {
+  mk::check_head_motion_inputs(joints, index, delta, weight, readers, reader_ptr);
+  const int64_t P = joints.size(0), N = index.size(0), rows = joints.size(1) * joints.size(2);
   auto out = at::empty_like(joints);
-  auto g = grad.contiguous(), d = delta.contiguous(), w = weight.contiguous();
+  auto g = grad.contiguous();
   AT_DISPATCH_FLOATING_TYPES(joints.scalar_type(), "head_motion_backward_cpu", [&] {
-    const scalar_t *X = joints.data_ptr<scalar_t>(), *dp = d.data_ptr<scalar_t>(), *wp = w.data_ptr<scalar_t>();
-    const scalar_t* gp = g.data_ptr<scalar_t>();
-    const int64_t* ix = index.data_ptr<int64_t>();
+    const scalar_t *X = joints.data_ptr<scalar_t>(), *dp = delta.data_ptr<scalar_t>();
+    const scalar_t *wp = weight.data_ptr<scalar_t>(), *gp = g.data_ptr<scalar_t>();
+    const int64_t *ix = index.data_ptr<int64_t>(), *rd = readers.data_ptr<int64_t>();
+    const int64_t* rp = reader_ptr.data_ptr<int64_t>();
+    const auto s2 = static_cast<scalar_t>(sigma) * static_cast<scalar_t>(sigma);
     scalar_t* o = out.data_ptr<scalar_t>();
-    at::parallel_for(0, P, 1, [&](int64_t lo, int64_t hi) {
-      for (int64_t p = lo; p < hi; ++p)
-        mk::head_motion_problem_backward(X + p * per, ix, dp + p * N * 3, wp + p * N, N, static_cast<scalar_t>(sigma),
-                                         gp[p], per, o + p * per);
+    at::parallel_for(0, P * rows, kRotationGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        const int64_t p = i / rows;
+        mk::head_motion_backward_row(X + p * rows * 3, ix, dp + p * N * 3, wp + p * N, rd, rp, i % rows, s2, gp[p],
+                                     o + 3 * i);
+      }
     });
   });
   return out;

@@ -83,19 +83,29 @@ __global__ void reprojection_backward_kernel(const T* X, const T* R, const T* t,
 }
 
 template <typename T>
-__global__ void head_motion_kernel(const T* X, const int64_t* index, const T* delta, const T* w, int64_t P,
-                                   int64_t N, int64_t per, T sigma, T* out) {
-  const int64_t p = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (p < P) out[p] = mk::head_motion_problem(X + p * per, index, delta + p * N * 3, w + p * N, N, sigma);
+__global__ void head_pair_kernel(const T* X, const int64_t* index, const T* delta, const T* w, int64_t P, int64_t N,
+                                 int64_t per, T s2, T* partial) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  if (i >= P * N) return;
+  const int64_t p = i / N, n = i % N;
+  partial[i] = mk::head_pair_term(X + p * per, index + 4 * n, delta + 3 * i, w[i], s2);
 }
 
 template <typename T>
-__global__ void head_motion_backward_kernel(const T* X, const int64_t* index, const T* delta, const T* w, int64_t P,
-                                            int64_t N, int64_t per, T sigma, const T* grad, T* out) {
+__global__ void head_sum_kernel(const T* partial, const T* w, int64_t P, int64_t N, T* out) {
   const int64_t p = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (p < P)
-    mk::head_motion_problem_backward(X + p * per, index, delta + p * N * 3, w + p * N, N, sigma, grad[p], 0,
-                                     out + p * per);  // out zeroed by a memset: one thread per problem
+  if (p < P) out[p] = mk::head_motion_sum(partial + p * N, w + p * N, N);
+}
+
+template <typename T>
+__global__ void head_motion_backward_kernel(const T* X, const int64_t* index, const T* delta, const T* w,
+                                            const int64_t* readers, const int64_t* reader_ptr, int64_t P, int64_t N,
+                                            int64_t rows, T s2, const T* grad, T* out) {
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;  // one per problem and row
+  if (i >= P * rows) return;
+  const int64_t p = i / rows;
+  mk::head_motion_backward_row(X + p * rows * 3, index, delta + p * N * 3, w + p * N, readers, reader_ptr, i % rows,
+                               s2, grad[p], out + 3 * i);
 }
 
 template <typename T>
@@ -113,14 +123,16 @@ __global__ void prior_backward_kernel(mk::PriorData<T> d, const T* fps, int64_t 
 
 template <typename T>
 __global__ void reduce_kernel(const T* part, int64_t P, int64_t M, int K, double clamp, T* out, T* den) {
-  const int64_t p = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (p < P) mk::reduce_problem(part + p * M * 2 * K, M, K, clamp, out + p * K, den + p * K);
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;  // one per problem and term
+  if (i >= P * K) return;
+  const int64_t p = i / K;
+  mk::reduce_term(part + p * M * 2 * K, M, K, static_cast<int>(i % K), clamp, out + p * K, den + p * K);
 }
 
 template <typename T>
 __global__ void sum_rows_kernel(const T* rows, int64_t P, int64_t per, int B, T* out) {
-  const int64_t p = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (p < P) mk::sum_rows(rows + p * per * B, per, B, out + p * B);
+  const int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;  // one per problem and column
+  if (i < P * B) out[i] = mk::sum_column(rows + (i / B) * per * B, per, B, static_cast<int>(i % B));
 }
 
 template <typename T>
@@ -142,7 +154,7 @@ std::tuple<at::Tensor, at::Tensor> reduce(const at::Tensor& partial, int K, doub
   auto out = at::empty(shape, partial.options());
   auto den = at::empty(shape, partial.options());
   AT_DISPATCH_FLOATING_TYPES(partial.scalar_type(), "reduce_cuda", [&] {
-    MK_LAUNCH(reduce_kernel<scalar_t>, partial.size(0), partial.data_ptr<scalar_t>(), partial.size(0),
+    MK_LAUNCH(reduce_kernel<scalar_t>, partial.size(0) * K, partial.data_ptr<scalar_t>(), partial.size(0),
               partial.size(1), K, clamp, out.data_ptr<scalar_t>(), den.data_ptr<scalar_t>());
   });
   return {out, den};
@@ -192,9 +204,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> body_joints_backward_
   auto gbp = at::empty_like(betas);
   auto gdp = at::empty_like(kp_delta);
   AT_DISPATCH_FLOATING_TYPES(rot6d.scalar_type(), "body_joints_shared_rows_cuda", [&] {
-    MK_LAUNCH(sum_rows_kernel<scalar_t>, betas.size(0), gb.data_ptr<scalar_t>(), betas.size(0), per,
+    MK_LAUNCH(sum_rows_kernel<scalar_t>, betas.size(0) * betas.size(1), gb.data_ptr<scalar_t>(), betas.size(0), per,
               static_cast<int>(betas.size(1)), gbp.data_ptr<scalar_t>());
-    MK_LAUNCH(sum_rows_kernel<scalar_t>, betas.size(0), gd.data_ptr<scalar_t>(), betas.size(0), per,
+    MK_LAUNCH(sum_rows_kernel<scalar_t>, betas.size(0) * K * 3, gd.data_ptr<scalar_t>(), betas.size(0), per,
               static_cast<int>(K * 3), gdp.data_ptr<scalar_t>());
   });
   return {g6, gbp, gt, gdp};
@@ -259,31 +271,36 @@ at::Tensor robust_reprojection_backward_cuda(const at::Tensor& grad, const at::T
 }
 
 at::Tensor head_motion_cuda(const at::Tensor& joints, const at::Tensor& index, const at::Tensor& delta,
-                            const at::Tensor& weight, double sigma) {
-  mk::check_head_motion_inputs(joints, index, delta, weight);
+                            const at::Tensor& weight, const at::Tensor& readers, const at::Tensor& reader_ptr,
+                            double sigma) {
+  mk::check_head_motion_inputs(joints, index, delta, weight, readers, reader_ptr);
   c10::cuda::CUDAGuard guard(joints.device());
   const int64_t P = joints.size(0), N = index.size(0), per = joints.size(1) * joints.size(2) * 3;
   auto out = at::empty({P, 1}, joints.options());
-  auto d = delta.contiguous(), w = weight.contiguous();
+  auto partial = at::empty({P, N}, joints.options());  // each pair's share, one thread each; then summed in order
   AT_DISPATCH_FLOATING_TYPES(joints.scalar_type(), "head_motion_cuda", [&] {
-    MK_LAUNCH(head_motion_kernel<scalar_t>, P, joints.data_ptr<scalar_t>(), index.data_ptr<int64_t>(),
-              d.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(), P, N, per, static_cast<scalar_t>(sigma),
+    MK_LAUNCH(head_pair_kernel<scalar_t>, P * N, joints.data_ptr<scalar_t>(), index.data_ptr<int64_t>(),
+              delta.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(), P, N, per,
+              static_cast<scalar_t>(sigma) * static_cast<scalar_t>(sigma), partial.data_ptr<scalar_t>());
+    MK_LAUNCH(head_sum_kernel<scalar_t>, P, partial.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(), P, N,
               out.data_ptr<scalar_t>());
   });
   return out;
 }
 
 at::Tensor head_motion_backward_cuda(const at::Tensor& grad, const at::Tensor& joints, const at::Tensor& index,
-                                     const at::Tensor& delta, const at::Tensor& weight, double sigma) {
-  mk::check_head_motion_inputs(joints, index, delta, weight);
+                                     const at::Tensor& delta, const at::Tensor& weight, const at::Tensor& readers,
+                                     const at::Tensor& reader_ptr, double sigma) {
+  mk::check_head_motion_inputs(joints, index, delta, weight, readers, reader_ptr);
   c10::cuda::CUDAGuard guard(joints.device());
-  const int64_t P = joints.size(0), N = index.size(0), per = joints.size(1) * joints.size(2) * 3;
-  auto out = at::zeros_like(joints);
-  auto g = grad.contiguous(), d = delta.contiguous(), w = weight.contiguous();
+  const int64_t P = joints.size(0), N = index.size(0), rows = joints.size(1) * joints.size(2);
+  auto out = at::empty_like(joints);
+  auto g = grad.contiguous();
   AT_DISPATCH_FLOATING_TYPES(joints.scalar_type(), "head_motion_backward_cuda", [&] {
-    MK_LAUNCH(head_motion_backward_kernel<scalar_t>, P, joints.data_ptr<scalar_t>(), index.data_ptr<int64_t>(),
-              d.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(), P, N, per, static_cast<scalar_t>(sigma),
-              g.data_ptr<scalar_t>(), out.data_ptr<scalar_t>());
+    MK_LAUNCH(head_motion_backward_kernel<scalar_t>, P * rows, joints.data_ptr<scalar_t>(),
+              index.data_ptr<int64_t>(), delta.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(),
+              readers.data_ptr<int64_t>(), reader_ptr.data_ptr<int64_t>(), P, N, rows,
+              static_cast<scalar_t>(sigma) * static_cast<scalar_t>(sigma), g.data_ptr<scalar_t>(), out.data_ptr<scalar_t>());
   });
   return out;
 }

@@ -29,10 +29,12 @@ TORCH_LIBRARY(motionkit, m) {
   m.def(
       "prior_terms_backward(Tensor grad, Tensor den, Tensor J, Tensor coco, Tensor tri, Tensor tri_w, Tensor fm, "
       "Tensor fps, Tensor go6, Tensor rv, Tensor limits, float sigma3, int n_acc) -> (Tensor, Tensor, Tensor)");
-  m.def("head_motion(Tensor joints, Tensor index, Tensor delta, Tensor weight, float sigma) -> Tensor");
   m.def(
-      "head_motion_backward(Tensor grad, Tensor joints, Tensor index, Tensor delta, Tensor weight, float sigma) -> "
-      "Tensor");
+      "head_motion(Tensor joints, Tensor index, Tensor delta, Tensor weight, Tensor readers, Tensor reader_ptr, "
+      "float sigma) -> Tensor");
+  m.def(
+      "head_motion_backward(Tensor grad, Tensor joints, Tensor index, Tensor delta, Tensor weight, Tensor readers, "
+      "Tensor reader_ptr, float sigma) -> Tensor");
   m.def(
       "robust_reprojection_backward(Tensor grad, Tensor den, Tensor joints, Tensor R, Tensor t, Tensor params, "
       "Tensor theta_max, Tensor obs, Tensor weight, Tensor partner, float sigma) -> Tensor");
