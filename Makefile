@@ -30,8 +30,9 @@ test: $(STAMP)
 cuda-check: $(STAMP)
 	$(BIN)/python -m motionkit.kernels cpu cuda
 
-# on a GPU machine: CUDA parity tests and the GPU benchmarks in one go (about 6 minutes)
-gpu-check: $(STAMP)
+# on a GPU machine: CUDA parity tests and the GPU benchmarks in one go (about 6 minutes); with .venv if
+# it exists, else (a bare GPU node without a package registry) python3 and the wheels in .whl/
+gpu-check:
 	bash benchmarks/gpu_check.sh
 
 doctor: $(STAMP)

@@ -8,7 +8,7 @@ import roma
 import torch
 from scipy.ndimage import gaussian_filter1d
 
-from motionkit.body.model import BodyModel
+from motionkit.body.model import BodyModel, shaped_rest_joints
 from motionkit.conventions import (
     COCO17_LIMB_CHAINS,
     COCO17_LIMBS,
@@ -89,23 +89,26 @@ def init_shapes(body: BodyModel, tris: list[np.ndarray], iters: int = 200) -> li
     if not solve.any():
         return list(out)
     # float64: the result of a problem must not depend on what else is in the batch (rounding of batched
-    # float32 products would differ at 1e-7, which the fit can amplify)
-    dt, dev = torch.float64, body.J_template.device
-    tgt = torch.as_tensor(target[solve], dtype=dt, device=dev)
-    mask = torch.as_tensor(ok[solve], dtype=dt, device=dev)
-    a = torch.as_tensor([limb[2] for limb in SHAPE_LIMBS], device=dev)
-    b = torch.as_tensor([limb[3] for limb in SHAPE_LIMBS], device=dev)
-    betas = torch.zeros(int(solve.sum()), 10, dtype=dt, device=dev, requires_grad=True)
+    # float32 products would differ at 1e-7, which the fit can amplify). On the CPU whatever the body
+    # model's device: a few hundred sequential steps of a tiny problem, which a GPU would run as
+    # thousands of kernel launches; and every device then starts the fit from the same shape.
+    dt = torch.float64
+    template, shapedirs = (x.detach().to("cpu", dt) for x in (body.J_template, body.J_shapedirs))
+    tgt = torch.as_tensor(target[solve], dtype=dt)
+    mask = torch.as_tensor(ok[solve], dtype=dt)
+    a = torch.as_tensor([limb[2] for limb in SHAPE_LIMBS])
+    b = torch.as_tensor([limb[3] for limb in SHAPE_LIMBS])
+    betas = torch.zeros(int(solve.sum()), 10, dtype=dt, requires_grad=True)
     opt = torch.optim.Adam([betas], lr=0.05)
     for _ in range(iters):
-        J = body.rest_joints(betas)
+        J = shaped_rest_joints(template, shapedirs, betas)
         ln = (J[:, a] - J[:, b]).norm(dim=-1)
         limb_err = (((ln - tgt) ** 2) * mask).sum(1) / mask.sum(1)
         loss = (limb_err * 100 + 1e-3 * (betas**2).mean(1)).sum()
         opt.zero_grad()
         loss.backward()
         opt.step()
-    out[solve] = betas.detach().cpu().double().numpy()
+    out[solve] = betas.detach().numpy()
     return list(out)
 
 

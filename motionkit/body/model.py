@@ -24,6 +24,15 @@ def _depth_levels(parents: np.ndarray) -> list[np.ndarray]:
     return [np.flatnonzero(depth == d) for d in range(1, depth.max() + 1)]
 
 
+def shaped_rest_joints(J_template: torch.Tensor, J_shapedirs: torch.Tensor, betas: torch.Tensor) -> torch.Tensor:
+    """Rest-pose joints ``(..., J, 3)`` of ``betas (..., B)`` from the template ``(J, 3)`` and the shape
+    directions ``(J, 3, B)``, in the dtype of ``betas``. Element-wise products and a sum over the
+    coefficients (not a matmul, whose blocking depends on the batch size): a problem's result does not
+    depend on what else is in the batch."""
+    dt = betas.dtype
+    return J_template.to(dt) + (J_shapedirs.to(dt) * betas[..., None, None, :]).sum(-1)
+
+
 class BodyModel(torch.nn.Module):
     """Joints-only SMPL-X forward.
 
@@ -88,11 +97,9 @@ class BodyModel(torch.nn.Module):
         return {**{n: getattr(self, n) for n in names}, "parents": self._parents}
 
     def rest_joints(self, betas: torch.Tensor) -> torch.Tensor:
-        """``betas (..., 10)`` -> rest-pose joints ``(..., 55, 3)``, in the dtype of ``betas``. Element-wise
-        products and a sum over the coefficients (not a matmul, whose blocking depends on the batch
-        size): a problem's result does not depend on what else is in the batch."""
-        dt = betas.dtype
-        return self.J_template.to(dt) + (self.J_shapedirs.to(dt) * betas[..., None, None, :]).sum(-1)
+        """``betas (..., 10)`` -> rest-pose joints ``(..., 55, 3)``, in the dtype of ``betas``
+        (``shaped_rest_joints``)."""
+        return shaped_rest_joints(self.J_template, self.J_shapedirs, betas)
 
     def forward(
         self,
