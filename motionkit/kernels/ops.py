@@ -173,7 +173,8 @@ def head_readers(index: torch.Tensor, n_rows: int) -> tuple[torch.Tensor, torch.
     the head operator's backward pass (one sum per body row, no atomics): ``readers (4 N)`` the
     entries ``4 n + slot`` of ``index (N, 4)`` sorted by the row they read (stable), ``reader_ptr
     (n_rows + 1)`` where each row's readers start. Built on the host once per index tensor and kept while
-    that tensor lives (a fit reuses its index in every iteration; a CUDA graph replays them)."""
+    that tensor lives (a fit reuses its index in every iteration; a CUDA graph replays them): an index is
+    a constant, never changed in place."""
     key = id(index)
     hit = _head_readers.get(key)
     if hit is not None and hit[0]() is index and hit[1] == n_rows:
