@@ -225,6 +225,20 @@ def test_head_motion_gradcheck():
     assert torch.autograd.gradcheck(lambda x: ops.head_motion(x, index, delta, weight, 0.05), (J,))
 
 
+def test_head_readers_list_each_rows_readers_in_pair_order():
+    """The CSR that the head operator's backward gathers by: for each row, the entries ``4 n + slot`` that
+    read it, in increasing order; built once per index tensor (a second call returns the same tensors),
+    again for another number of rows or another tensor with the same values."""
+    index = torch.tensor([[3, 1, 0, 0], [1, 3, 2, 1]])
+    readers, reader_ptr = ops.head_readers(index, 5)
+    assert reader_ptr.tolist() == [0, 2, 5, 6, 8, 8]
+    assert readers.tolist() == [2, 3, 1, 4, 7, 6, 0, 5]  # row 0: entries 2, 3; row 1: 1, 4, 7; ...
+    again = ops.head_readers(index, 5)
+    assert again[0] is readers and again[1] is reader_ptr
+    assert ops.head_readers(index, 6)[1].tolist() == [0, 2, 5, 6, 8, 8, 8]
+    assert ops.head_readers(index.clone(), 5)[0] is not readers
+
+
 def _limb_swapped(obs: torch.Tensor, w: torch.Tensor, every: int = 2):
     """``obs``, ``w`` with the limb pairs' labels exchanged in every ``every``-th (frame, view)."""
     obs, w = obs.clone(), w.clone()
