@@ -32,6 +32,29 @@ def count_ops(fn) -> tuple[int, int]:
     return sum(n.startswith("aten::") for n in names), sum(n.startswith("motionkit::") for n in names)
 
 
+def realistic_fit_inputs(folder: Path, takes: int, seconds: float) -> tuple[list, list[np.ndarray]]:
+    """``takes`` realistic takes of ``seconds`` (seed 11) written under ``folder`` and run up to the fit:
+    their ``FitInputs`` at 20 fps and the true COCO-17 landmarks at the fit's samples ``(M, 17, 3)``.
+    ``gpu_profile.py`` fits the first of them too."""
+    import h5py
+
+    from motionkit.data.egoexo4d import EgoExoDataset
+    from motionkit.eval.synthetic_report import truth_at_samples
+    from motionkit.pipeline import PipelineConfig, build_fit_inputs, run_take
+    from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
+
+    write_synthetic_dataset(folder / "ds", SynthConfig(takes=takes, seed=11, duration=seconds, preset="realistic"))
+    ds = EgoExoDataset(folder / "ds")
+    inputs, truth = [], []
+    for info in ds.takes():
+        r = run_take(folder / "ds", info.take_uid, folder / "pre", PipelineConfig(device="cpu"), until="triangulate",
+                     progress=False, plot=False).result  # fmt: skip
+        inputs.append(build_fit_inputs(r, ds.take(info.take_uid).rig, 20.0))
+        with h5py.File(folder / "ds" / "gt" / f"{info.take_uid}.h5") as g:
+            truth.append(truth_at_samples(g["wearer/coco17_world"][()], r["grid/frame_pos"]))
+    return inputs, truth
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--takes", type=int, default=3, help="takes batched in the batched row")
@@ -42,29 +65,14 @@ def main() -> None:
     home = Path(os.environ.get("MOTIONKIT_HOME", "~/.cache/motionkit")).expanduser()
     os.environ.setdefault("MOTIONKIT_KERNELS_DIR", str(home / "kernels"))  # built operators: the user's cache
     os.environ.setdefault("MOTIONKIT_HOME", str(tmp / "home"))
-    import h5py
     import torch
 
     from motionkit import kernels
     from motionkit.body.fitting import BodyFitConfig, coco_rows, fit_batch, fit_body_model
-    from motionkit.data.egoexo4d import EgoExoDataset
     from motionkit.eval.metrics import mpjpe, pa_mpjpe
-    from motionkit.eval.synthetic_report import truth_at_samples
-    from motionkit.pipeline import PipelineConfig, build_fit_inputs, run_take
-    from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
     K = max(1, args.takes)
-    write_synthetic_dataset(tmp / "ds", SynthConfig(takes=K, seed=11, duration=args.seconds, preset="realistic"))
-    ds = EgoExoDataset(tmp / "ds")
-    infos = ds.takes()
-    results = [run_take(tmp / "ds", i.take_uid, tmp / "pre", PipelineConfig(device="cpu"), until="triangulate",
-                       progress=False, plot=False).result for i in infos]  # fmt: skip
-    inputs = [build_fit_inputs(r, ds.take(i.take_uid).rig, 20.0) for r, i in zip(results, infos, strict=True)]
-    truth = []
-    for r, i in zip(results, infos, strict=True):
-        with h5py.File(tmp / "ds" / "gt" / f"{i.take_uid}.h5") as g:
-            gt30 = g["wearer/coco17_world"][()]
-        truth.append(truth_at_samples(gt30, r["grid/frame_pos"]))
+    inputs, truth = realistic_fit_inputs(tmp, K, args.seconds)
     devices = args.devices.split(",") if args.devices else ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     st = kernels.ensure_loaded(cuda="cuda" in devices)
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bench_fit import realistic_fit_inputs  # this folder is on the path when a script here runs
 
 
 def main() -> None:
@@ -28,17 +29,9 @@ def main() -> None:
     from torch.profiler import ProfilerActivity, profile
 
     from motionkit.body.fitting import BodyFitConfig, fit_batch, fit_body_model
-    from motionkit.data.egoexo4d import EgoExoDataset
-    from motionkit.pipeline import PipelineConfig, build_fit_inputs, run_take
-    from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
     dev = args.device
-    write_synthetic_dataset(tmp / "ds", SynthConfig(takes=1, seed=11, duration=20.0, preset="realistic"))
-    ds = EgoExoDataset(tmp / "ds")
-    info = ds.takes()[0]
-    r = run_take(tmp / "ds", info.take_uid, tmp / "pre", PipelineConfig(device="cpu"), until="triangulate",
-                 progress=False, plot=False).result  # fmt: skip
-    inp = build_fit_inputs(r, ds.take(info.take_uid).rig, 20.0)
+    inp = realistic_fit_inputs(tmp, 1, 20.0)[0][0]
     body = fit_body_model()
 
     def timed(inputs, **kw) -> float:

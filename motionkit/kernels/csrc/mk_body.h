@@ -328,21 +328,18 @@ MK_HD T head_pair_term(const T* J, const int64_t* ix, const T* delta, T weight, 
 }
 
 // The problem's term: the pairs' shares (partial (N), head_pair_term) added in pair order, as the CPU
-// computes them in place and the GPU after computing them one thread per pair.
+// computes them in place (head_motion_problem) and the GPU after computing them one thread per pair.
 template <typename T>
-MK_HD T head_motion_sum(const T* partial, const T* weight, int64_t N) {
+MK_HD T head_motion_sum(const T* partial, int64_t N) {
   T total = 0;
-  for (int64_t n = 0; n < N; ++n)
-    if (weight[n] != T(0)) total += partial[n];
+  for (int64_t n = 0; n < N; ++n) total += partial[n];
   return total;
 }
 
 template <typename T>
-MK_HD T head_motion_problem(const T* J, const int64_t* index, const T* delta, const T* weight, int64_t N, T sigma) {
-  const T s2 = sigma * sigma;
+MK_HD T head_motion_problem(const T* J, const int64_t* index, const T* delta, const T* weight, int64_t N, T s2) {
   T total = 0;
-  for (int64_t n = 0; n < N; ++n)
-    if (weight[n] != T(0)) total += head_pair_term(J, index + 4 * n, delta + 3 * n, weight[n], s2);
+  for (int64_t n = 0; n < N; ++n) total += head_pair_term(J, index + 4 * n, delta + 3 * n, weight[n], s2);
   return total;
 }
 

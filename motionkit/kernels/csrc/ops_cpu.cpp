@@ -190,10 +190,11 @@ at::Tensor head_motion_cpu(const at::Tensor& joints, const at::Tensor& index, co
     const scalar_t *X = joints.data_ptr<scalar_t>(), *dp = delta.data_ptr<scalar_t>();
     const scalar_t* wp = weight.data_ptr<scalar_t>();
     const int64_t* ix = index.data_ptr<int64_t>();
+    const auto s2 = static_cast<scalar_t>(sigma) * static_cast<scalar_t>(sigma);
     scalar_t* o = out.data_ptr<scalar_t>();
     at::parallel_for(0, P, 1, [&](int64_t lo, int64_t hi) {
       for (int64_t p = lo; p < hi; ++p)
-        o[p] = mk::head_motion_problem(X + p * per, ix, dp + p * N * 3, wp + p * N, N, static_cast<scalar_t>(sigma));
+        o[p] = mk::head_motion_problem(X + p * per, ix, dp + p * N * 3, wp + p * N, N, s2);
     });
   });
   return out;

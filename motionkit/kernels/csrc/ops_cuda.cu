@@ -92,9 +92,9 @@ __global__ void head_pair_kernel(const T* X, const int64_t* index, const T* delt
 }
 
 template <typename T>
-__global__ void head_sum_kernel(const T* partial, const T* w, int64_t P, int64_t N, T* out) {
+__global__ void head_sum_kernel(const T* partial, int64_t P, int64_t N, T* out) {
   const int64_t p = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-  if (p < P) out[p] = mk::head_motion_sum(partial + p * N, w + p * N, N);
+  if (p < P) out[p] = mk::head_motion_sum(partial + p * N, N);
 }
 
 template <typename T>
@@ -204,8 +204,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> body_joints_backward_
   auto gbp = at::empty_like(betas);
   auto gdp = at::empty_like(kp_delta);
   AT_DISPATCH_FLOATING_TYPES(rot6d.scalar_type(), "body_joints_shared_rows_cuda", [&] {
-    MK_LAUNCH(sum_rows_kernel<scalar_t>, betas.size(0) * betas.size(1), gb.data_ptr<scalar_t>(), betas.size(0), per,
-              static_cast<int>(betas.size(1)), gbp.data_ptr<scalar_t>());
+    MK_LAUNCH(sum_rows_kernel<scalar_t>, betas.size(0) * betas.size(1), gb.data_ptr<scalar_t>(), betas.size(0),
+              per, static_cast<int>(betas.size(1)), gbp.data_ptr<scalar_t>());
     MK_LAUNCH(sum_rows_kernel<scalar_t>, betas.size(0) * K * 3, gd.data_ptr<scalar_t>(), betas.size(0), per,
               static_cast<int>(K * 3), gdp.data_ptr<scalar_t>());
   });
@@ -279,11 +279,10 @@ at::Tensor head_motion_cuda(const at::Tensor& joints, const at::Tensor& index, c
   auto out = at::empty({P, 1}, joints.options());
   auto partial = at::empty({P, N}, joints.options());  // each pair's share, one thread each; then summed in order
   AT_DISPATCH_FLOATING_TYPES(joints.scalar_type(), "head_motion_cuda", [&] {
+    const auto s2 = static_cast<scalar_t>(sigma) * static_cast<scalar_t>(sigma);
     MK_LAUNCH(head_pair_kernel<scalar_t>, P * N, joints.data_ptr<scalar_t>(), index.data_ptr<int64_t>(),
-              delta.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(), P, N, per,
-              static_cast<scalar_t>(sigma) * static_cast<scalar_t>(sigma), partial.data_ptr<scalar_t>());
-    MK_LAUNCH(head_sum_kernel<scalar_t>, P, partial.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(), P, N,
-              out.data_ptr<scalar_t>());
+              delta.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(), P, N, per, s2, partial.data_ptr<scalar_t>());
+    MK_LAUNCH(head_sum_kernel<scalar_t>, P, partial.data_ptr<scalar_t>(), P, N, out.data_ptr<scalar_t>());
   });
   return out;
 }
@@ -297,10 +296,11 @@ at::Tensor head_motion_backward_cuda(const at::Tensor& grad, const at::Tensor& j
   auto out = at::empty_like(joints);
   auto g = grad.contiguous();
   AT_DISPATCH_FLOATING_TYPES(joints.scalar_type(), "head_motion_backward_cuda", [&] {
+    const auto s2 = static_cast<scalar_t>(sigma) * static_cast<scalar_t>(sigma);
     MK_LAUNCH(head_motion_backward_kernel<scalar_t>, P * rows, joints.data_ptr<scalar_t>(),
               index.data_ptr<int64_t>(), delta.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(),
-              readers.data_ptr<int64_t>(), reader_ptr.data_ptr<int64_t>(), P, N, rows,
-              static_cast<scalar_t>(sigma) * static_cast<scalar_t>(sigma), g.data_ptr<scalar_t>(), out.data_ptr<scalar_t>());
+              readers.data_ptr<int64_t>(), reader_ptr.data_ptr<int64_t>(), P, N, rows, s2, g.data_ptr<scalar_t>(),
+              out.data_ptr<scalar_t>());
   });
   return out;
 }
