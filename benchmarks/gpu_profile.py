@@ -3,7 +3,7 @@ graphs on CUDA), the whole fit, the fit with graphs vs without and vs the CPU, a
 the most device time in 10 eager stage-C iterations (torch profiler), for one 20-s realistic take and
 for K copies of it batched.
 
-Usage: ``python benchmarks/gpu_profile.py [--device cuda] [--takes 16]`` (part of ``gpu_check.sh``).
+Usage: ``python benchmarks/gpu_profile.py [--device cuda] [--takes 16] [--quick]`` (part of ``gpu_check.sh``).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--takes", type=int, default=16, help="copies of the take in the batched rows")
+    ap.add_argument("--quick", action="store_true", help="only the times (no comparison of fits, no profiler)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="mk_gpu_profile_"))
     os.environ.setdefault("MOTIONKIT_HOME", str(tmp / "home"))
@@ -53,6 +54,8 @@ def main() -> None:
             per_stage.append(f"{name} {10 * (timed([inp] * n, iters=iters, second_pass_iters=0) - base):.2f}")
         print(f"{n} take(s): ms per iteration {', '.join(per_stage)}; setup {base:.2f} s; "
               f"whole fit_batch {timed([inp] * n):.2f} s")  # fmt: skip
+    if args.quick:
+        return
 
     fits = {
         "graphs": fit_batch(body, [inp], BodyFitConfig(device=dev, kernels="fused"))[0],

@@ -13,9 +13,10 @@
 
 namespace {
 
-constexpr int kThreads = 128;
+constexpr int kThreads = 128;  // threads per block of the element-wise kernels
+constexpr int kFrameThreads = 32;  // of the body kernels (a whole kinematic chain per thread)
 
-inline int blocks_for(int64_t n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
+inline int blocks_for(int64_t n, int threads) { return static_cast<int>((n + threads - 1) / threads); }
 
 template <typename T>
 __global__ void body_forward_kernel(mk::BodyData<T> d, const T* r6, const T* betas, const T* kp_delta,
@@ -143,11 +144,12 @@ __global__ void adam_kernel(T* p, T* m, T* v, const T* g, const T* lr, const T* 
   mk::adam_element(p + i, m + i, v + i, g[i], *lr, b1, b2, eps, T(1) - pow(b1, t), T(1) - pow(b2, t));
 }
 
-#define MK_LAUNCH(kernel, n, ...)                                                                  \
+#define MK_LAUNCH_WITH(threads, kernel, n, ...)                                                    \
   if ((n) > 0) {                                                                                   \
-    kernel<<<blocks_for(n), kThreads, 0, c10::cuda::getCurrentCUDAStream()>>>(__VA_ARGS__);         \
+    kernel<<<blocks_for(n, threads), threads, 0, c10::cuda::getCurrentCUDAStream()>>>(__VA_ARGS__); \
     C10_CUDA_KERNEL_LAUNCH_CHECK();                                                                \
   }
+#define MK_LAUNCH(kernel, n, ...) MK_LAUNCH_WITH(kThreads, kernel, n, __VA_ARGS__)
 
 // per-frame partial sums (P, M, 2K) -> (means, denominators), each of shape `shape` (P,) or (P, K)
 std::tuple<at::Tensor, at::Tensor> reduce(const at::Tensor& partial, int K, double clamp, at::IntArrayRef shape) {
@@ -173,9 +175,9 @@ at::Tensor body_joints_cuda(const at::Tensor& rot6d, const at::Tensor& betas, co
   AT_DISPATCH_FLOATING_TYPES(rot6d.scalar_type(), "body_joints_cuda", [&] {
     auto d = mk::body_data<scalar_t>(J_template, J_shapedirs, kp_template, kp_shapedirs, kp_posedirs, kp_weights,
                                      parents, rot6d.size(1));
-    MK_LAUNCH(body_forward_kernel<scalar_t>, N, d, rot6d.data_ptr<scalar_t>(), betas.data_ptr<scalar_t>(),
-              kp_delta.data_ptr<scalar_t>(), transl.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(), N,
-              N / betas.size(0));
+    MK_LAUNCH_WITH(kFrameThreads, body_forward_kernel<scalar_t>, N, d, rot6d.data_ptr<scalar_t>(),
+                   betas.data_ptr<scalar_t>(), kp_delta.data_ptr<scalar_t>(), transl.data_ptr<scalar_t>(),
+                   out.data_ptr<scalar_t>(), N, N / betas.size(0));
   });
   return out;
 }
@@ -196,9 +198,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> body_joints_backward_
   AT_DISPATCH_FLOATING_TYPES(rot6d.scalar_type(), "body_joints_backward_cuda", [&] {
     auto d = mk::body_data<scalar_t>(J_template, J_shapedirs, kp_template, kp_shapedirs, kp_posedirs, kp_weights,
                                      parents, rot6d.size(1));
-    MK_LAUNCH(body_backward_kernel<scalar_t>, N, d, rot6d.data_ptr<scalar_t>(), betas.data_ptr<scalar_t>(),
-              kp_delta.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(), g6.data_ptr<scalar_t>(), gb.data_ptr<scalar_t>(),
-              gt.data_ptr<scalar_t>(), gd.data_ptr<scalar_t>(), N, per);
+    MK_LAUNCH_WITH(kFrameThreads, body_backward_kernel<scalar_t>, N, d, rot6d.data_ptr<scalar_t>(),
+                   betas.data_ptr<scalar_t>(), kp_delta.data_ptr<scalar_t>(), g.data_ptr<scalar_t>(),
+                   g6.data_ptr<scalar_t>(), gb.data_ptr<scalar_t>(), gt.data_ptr<scalar_t>(), gd.data_ptr<scalar_t>(),
+                   N, per);
   });
   if (per == 1) return {g6, gb, gt, gd};
   auto gbp = at::empty_like(betas);
