@@ -158,6 +158,20 @@ def head_turn_targets(joints: torch.Tensor, index: torch.Tensor,
     return target, weight.to(joints.dtype)
 
 
+def head_turn_residual(joints: np.ndarray, coco: np.ndarray, rotation: np.ndarray) -> np.ndarray:
+    """``(M,)`` metres: per frame, how far the fitted head's vectors (``HEAD_TURN_VECTORS`` of the body's
+    output ``joints (M, R, 3)``, ``coco (17,)`` its COCO rows) lie from where the Aria's orientation
+    ``rotation (M, 3, 3)`` (world-from-CPF) turns them (``head_turn_targets``: the take's constant in the
+    CPF frame), the largest of the three; NaN where the orientation is unknown. A few millimetres where
+    the head turns as the Aria does; tens of centimetres for a head the fit turned the wrong way."""
+    M, R = joints.shape[:2]
+    J = torch.as_tensor(np.asarray(joints), dtype=torch.float64)[None]
+    index = torch.as_tensor(head_turn_index(coco, M, R))
+    target, weight = head_turn_targets(J, index, torch.as_tensor(np.asarray(rotation), dtype=torch.float64)[None])
+    off = (target[0] - head_row_vectors(J, index)[0]).norm(dim=-1).view(M, 3).amax(-1)
+    return torch.where(weight.view(M, 3)[:, 0] > 0, off, float("nan")).numpy()
+
+
 PRIOR_TERMS = ("3d", "smooth", "orient", "pose", "limits")
 
 

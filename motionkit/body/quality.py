@@ -42,7 +42,11 @@ class TrustConfig:
     from the Aria head anchor is not valid (``eyes_off_anchor``; the Aria knows where the wearer's head
     is). ``max_face_anchor_m``: where the fitted eyes lie farther than this from the anchor, the face's
     landmarks are not trusted (the body may be right while the head is turned wrong: the eyes sit 2-5 cm
-    from the anchor where the fit is right)."""
+    from the anchor where the fit is right). ``face_from_aria``: the face's landmarks of a valid frame
+    are trusted, whatever the views' support, where the fitted eyes lie within ``max_face_anchor_m`` of
+    the anchor and the fitted head's vectors within ``max_face_turn_m`` of where the Aria's orientation
+    turns them (``objective.head_turn_residual``): the Aria measures the head's position and turn, and
+    the fit's head terms hold the face to them."""
 
     support_weight: float = 0.02
     view_landmarks: int = 8
@@ -54,6 +58,8 @@ class TrustConfig:
     max_gap_travel_m: float = 0.8
     max_eye_anchor_m: float = 0.30
     max_face_anchor_m: float = 0.10
+    face_from_aria: bool = True
+    max_face_turn_m: float = 0.05
 
 
 @dataclass(frozen=True)
@@ -94,17 +100,38 @@ def dropped_views(input_weight: np.ndarray, obs_weight: np.ndarray) -> np.ndarra
 
 
 def joint_trusted(support: np.ndarray, valid: np.ndarray, fps: float, cfg: TrustConfig,
-                  face_off_anchor: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+                  face_off_anchor: np.ndarray | None = None,
+                  face_on_aria: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """``(M, 17)`` bool: the joint of a valid frame whose supporting views ``support (M, 17)`` number
     ``cfg.trust_views`` or more in that frame, or in their median over ``cfg.support_window_s`` (a
     stretch that two views support carries the smooth fit across one view's dropped observations); the
-    face's landmarks not where ``face_off_anchor (M,)`` (``eyes_off_anchor`` at ``cfg.max_face_anchor_m``)."""
+    face's landmarks not where ``face_off_anchor (M,)`` (``eyes_off_anchor`` at ``cfg.max_face_anchor_m``),
+    and (``cfg.face_from_aria``) in every valid frame of ``face_on_aria (M,)`` (``face_at_aria``: the
+    fitted head where the Aria puts it and turned as the Aria is), whatever the views."""
     size = 2 * int(round(cfg.support_window_s * fps / 2)) + 1
     steady = median_filter(support, size=(size, 1), mode="nearest") if len(support) else support
     trusted = valid[:, None] & (np.maximum(steady, support) >= cfg.trust_views)
+    face = list(COCO17_FACE)
     if face_off_anchor is not None:
-        trusted[:, list(COCO17_FACE)] &= ~np.asarray(face_off_anchor, dtype=bool)[:, None]
+        trusted[:, face] &= ~np.asarray(face_off_anchor, dtype=bool)[:, None]
+    if cfg.face_from_aria and face_on_aria is not None:
+        trusted[:, face] |= (valid & np.asarray(face_on_aria, dtype=bool))[:, None]
     return trusted
+
+
+def face_at_aria(eye_anchor_m: np.ndarray, head_turn_m: np.ndarray, cfg: TrustConfig) -> np.ndarray:
+    """``(M,)`` bool: frames whose fitted eyes lie within ``cfg.max_face_anchor_m`` of the Aria head anchor
+    (``eye_anchor_m (M,)``, ``eye_anchor_distance``) and whose fitted head's vectors lie within
+    ``cfg.max_face_turn_m`` of where the Aria's orientation turns them (``head_turn_m (M,)``,
+    ``objective.head_turn_residual``); False where either is unknown (NaN): the Aria fixes the head's
+    pose there, and with it the face (``joint_trusted``)."""
+    return _at_most(eye_anchor_m, cfg.max_face_anchor_m) & _at_most(head_turn_m, cfg.max_face_turn_m)
+
+
+def _at_most(x: np.ndarray, limit: float) -> np.ndarray:
+    """``x <= limit`` elementwise, False where ``x`` is NaN."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.less_equal(x, limit, out=np.zeros(x.shape, bool), where=np.isfinite(x))
 
 
 def _long_runs(seen: np.ndarray, fps: float, min_run_s: float) -> np.ndarray:

@@ -28,10 +28,12 @@ from motionkit.body.fitting import (
     use_fused_kernels,
 )
 from motionkit.body.model import BodyModel
+from motionkit.body.objective import head_turn_residual
 from motionkit.body.quality import (
     dropped_views,
     eye_anchor_distance,
     eyes_off_anchor,
+    face_at_aria,
     joint_trusted,
     observation_support,
     quality_flags,
@@ -370,7 +372,9 @@ def stage_fit(ctx: StageContext) -> None:
     r.arrays["time_s"] = r["grid/time_s"]
     r.arrays["valid"] = valid
     face_off = eyes_off_anchor(eye_anchor_m, trust.max_face_anchor_m)  # a head turned wrong
-    trusted = joint_trusted(support.joint, valid, fps, trust, face_off)
+    head_turn_m = head_turn_residual(out.joints, rows, r["aria/rotation_at_sample"])  # (M,) the face vs the Aria's turn
+    face_on = face_at_aria(eye_anchor_m, head_turn_m, trust)
+    trusted = joint_trusted(support.joint, valid, fps, trust, face_off, face_on)
     r.put("flags", quality_flags(out.joints, valid, n_views, fps, eye_anchor_m, out.reproj_px, trusted,
                                  trust.max_eye_anchor_m))  # fmt: skip
     views_dropped = int(dropped_views(inp.weights, out.obs_weight).sum())

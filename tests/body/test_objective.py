@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import roma
 import torch
+from scipy.spatial.transform import Rotation
 
 from motionkit.body.fitting import (
     JOINT_LIMITS,
@@ -14,6 +15,7 @@ from motionkit.body.objective import (
     head_motion_index,
     head_motion_pairs,
     head_turn_index,
+    head_turn_residual,
     head_turn_targets,
     limit_loss,
     robust_reprojection,
@@ -136,3 +138,26 @@ def test_head_turn_targets_hold_the_face_as_the_glasses_see_it():
     assert g[~turned].abs().max() < 1e-4 * g[turned].abs().max()  # only the turned frames are pulled ...
     step = (joints - 1e-4 * g).detach()
     assert head_motion(step, index, target, weight, sigma).item() < cost  # ... towards their targets
+
+
+def test_head_turn_residual_is_how_far_the_face_is_turned_from_the_glasses():
+    """A head turning with the glasses on four frames of five and turned round by 180 degrees about the
+    CPF's y on the fifth (nose, eyes and ears as rows 0-4 of a 7-row output, rows 5-6 elsewhere): the
+    residual is 0 where the face turns as the glasses do, the largest of the three vectors' hand-computed
+    displacements where it is turned round, NaN where the glasses' orientation is unknown."""
+    gen = np.random.default_rng(5)
+    M = 40
+    R = Rotation.random(M, random_state=6).as_matrix()  # world from CPF
+    face = gen.normal(0, 0.05, (5, 3))  # nose, eyes, ears in the CPF frame (metres)
+    flip = np.diag([-1.0, -1.0, 1.0])
+    turned = np.arange(M) % 5 == 0
+    local = np.where(turned[:, None, None], face @ flip.T, face)  # (M, 5, 3)
+    joints = np.concatenate([np.einsum("mij,mkj->mki", R, local), gen.normal(0, 1, (M, 2, 3))], 1)
+    joints += gen.normal(0, 1, (M, 1, 3))  # anywhere in the world
+    rotation = R.copy()
+    rotation[3] = np.nan
+    res = head_turn_residual(joints, np.r_[np.arange(5), np.full(12, 6)], rotation)
+    vectors = np.stack([face[1] - face[2], face[3] - face[4], face[0] - 0.5 * (face[1] + face[2])])
+    want = np.linalg.norm(vectors @ flip.T - vectors, axis=-1).max()
+    np.testing.assert_allclose(res[turned], want, rtol=1e-9)
+    assert np.isnan(res[3]) and np.nanmax(res[~turned]) < 1e-12 and want > 0.02

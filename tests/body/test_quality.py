@@ -6,6 +6,7 @@ from motionkit.body.quality import (
     dropped_views,
     eye_anchor_distance,
     eyes_off_anchor,
+    face_at_aria,
     flag_shares,
     joint_trusted,
     observation_support,
@@ -55,6 +56,14 @@ def test_flags_follow_their_rules():
     np.testing.assert_array_equal(np.flatnonzero(eyes_off_anchor(unknown, 0.30)), np.arange(150, 160))
     assert f["SHORT_SEGMENT"][188:].all() and not f["SHORT_SEGMENT"][:185].any()
     assert not f["FAST_JOINT"].any() and not f["HIGH_ACCEL"][5:75].any()
+
+
+def test_the_face_is_at_the_aria_where_the_eyes_are_near_its_anchor_and_it_turns_as_the_aria_does():
+    eyes = np.array([0.02, 0.10, 0.1001, np.nan, 0.05, 0.05, 0.05])  # metres from the anchor
+    turn = np.array([0.01, 0.01, 0.01, 0.01, 0.05, 0.0501, np.nan])  # head_turn_residual (metres)
+    np.testing.assert_array_equal(face_at_aria(eyes, turn, TrustConfig()), [1, 1, 0, 0, 1, 0, 0])
+    looser = TrustConfig(max_face_anchor_m=0.2, max_face_turn_m=0.1)
+    np.testing.assert_array_equal(face_at_aria(eyes, turn, looser), [1, 1, 1, 0, 1, 1, 0])
 
 
 def test_valid_frames_bridge_short_gaps_only():
@@ -151,6 +160,16 @@ def test_a_joint_is_trusted_where_two_views_support_it_in_the_frame_or_steadily(
     face = joint_trusted(support, valid, fps, TrustConfig(support_window_s=0.25), turned)
     assert not face[5:8, :5].any() and face[5:8, 5:].all()
     np.testing.assert_array_equal(face[~turned], t[~turned])
+    support[20:25, :5] = 0  # no view supports the face there, but the Aria holds it (eyes at its anchor) ...
+    at_aria = np.ones(M, bool)
+    at_aria[[5, 6, 7, 24]] = False  # ... except where the eyes are far from it, or its orientation is unknown
+    cfg = TrustConfig(support_window_s=0.25)
+    aria = joint_trusted(support, valid, fps, cfg, turned, at_aria)
+    assert aria[20:24, :5].all() and not aria[24, :5].any() and not aria[5:8, :5].any() and not aria[50:].any()
+    assert not joint_trusted(support, valid, fps, cfg, turned)[20:25, :5].any()  # without the Aria: the views' rule
+    off = joint_trusted(support, valid, fps, TrustConfig(support_window_s=0.25, face_from_aria=False), turned, at_aria)
+    assert not off[20:25, :5].any()
+    np.testing.assert_array_equal(aria[:, 5:], off[:, 5:])  # the body's trust does not change
     f = quality_flags(_body(M, fps, np.ones(M)), valid, np.full(M, 3), fps, np.zeros(M),
                       trusted=np.where(np.arange(M)[:, None] < 20, t, t & (np.arange(17) < 8)))  # fmt: skip
     np.testing.assert_array_equal(np.flatnonzero(f["OCCLUDED"]), np.arange(20, 50))  # 3 of 12 body landmarks

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from motionkit.body.objective import head_turn_residual
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.pipeline import PipelineConfig, run_fit
 from motionkit.pipeline.config import with_leaf
@@ -31,6 +32,12 @@ def test_frames_whose_fitted_eyes_are_far_from_the_aria_anchor_are_not_valid(syn
     strict = run_fit(synth_root, uid, tmp_path / "b", cfg, progress=False, plot=False).result
     valid, strict_valid = base["valid"].astype(bool), strict["valid"].astype(bool)
     assert (valid & far).sum() > 10 and (valid & ~far).sum() > 10  # both sides of the limit are exercised
+    # the default limits: the face at the Aria (eyes within 0.10 m of its anchor, turned within 0.05 m as
+    # it is) is trusted in every valid frame, also where fewer than two views support a face landmark
+    turn = head_turn_residual(base["fit/coco17_all"], np.arange(17), base["aria/rotation_at_sample"])
+    at_aria = valid & (np.nan_to_num(dist, nan=np.inf) <= 0.10) & (np.nan_to_num(turn, nan=np.inf) <= 0.05)
+    weak = at_aria[:, None] & (base["fit/joint_support"][:, :5] < 2)
+    assert weak.sum() > 5 and base["fit/joint_trusted"][at_aria, :5].all()
     np.testing.assert_array_equal(strict_valid, valid & ~far)
     np.testing.assert_array_equal(strict["flags/EYE_ARIA_FAR"].astype(bool), far)
     assert np.isnan(strict["joints/coco17"][far]).all()  # what is not valid is not stored
