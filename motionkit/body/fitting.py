@@ -30,6 +30,7 @@ from motionkit.body.multiscale import KnotBasis, knot_basis
 from motionkit.body.objective import (
     JOINT_LIMITS,
     PRIOR_TERMS,
+    HeadRows,
     head_motion_index,
     head_motion_pairs,
     head_turn_index,
@@ -323,9 +324,10 @@ class ProblemBatch:
     ``t_cw (P, V, 3)``, ``params (P, V, 8)``, ``theta_max (P, V)``; each observation's time between grid
     frames ``m0``, ``m1 (P, M)`` with weight ``w1 (P, M, 1, 1)``; ``fps (P,)``; ``coco (17,)`` the body's
     output rows of the COCO keypoints; ``frames`` the real frames of each problem; the Aria head term's
-    ``head_index``, ``head_delta`` and ``head_weight`` (``objective.head_motion``); the Aria's orientation
-    ``head_rotation (P, M, 3, 3)`` (NaN where unknown and on padding), and the head-turn term's
-    ``turn_index (M * 3, 4)``, ``turn_target (P, M * 3, 3)`` and ``turn_weight (P, M * 3)``
+    ``head_index`` (``objective.HeadRows``), ``head_delta`` and ``head_weight`` (``objective.head_motion``);
+    the Aria's orientation ``head_rotation (P, M, 3, 3)`` (NaN where unknown and on padding), and the
+    head-turn term's ``turn_index`` (``HeadRows``, M * 3 vectors), ``turn_target (P, M * 3, 3)`` and
+    ``turn_weight (P, M * 3)``
     (``objective.head_turn_targets``: zero weight until ``set_head_turn`` at the end of stage C).
     """
 
@@ -346,11 +348,11 @@ class ProblemBatch:
     coco: torch.Tensor
     rep_scale: torch.Tensor  # (P,) factor of each problem's reprojection term (``reprojection_scale``)
     smooth_scale: torch.Tensor  # (P,) factor of each problem's acceleration term (``smoothness_scale``)
-    head_index: torch.Tensor  # (N, 4) the eye rows of frame pairs, (P, N, 3) the anchor's displacement over each
+    head_index: HeadRows  # (N, 4) the eye rows of frame pairs, (P, N, 3) the anchor's displacement over each
     head_delta: torch.Tensor  # and (P, N) their weights: what ``objective.head_motion`` compares
     head_weight: torch.Tensor
     head_rotation: torch.Tensor
-    turn_index: torch.Tensor
+    turn_index: HeadRows
     turn_target: torch.Tensor = field(init=False)
     turn_weight: torch.Tensor = field(init=False)
     # made once, not per iteration: 1 - w1, the problem index (P, 1), a zero term (P, 1)
@@ -467,11 +469,15 @@ def pack_problems(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig, 
         coco=torch.as_tensor(coco_rows(body), device=dev),
         rep_scale=T([reprojection_scale(x.keypoints, x.weights, cfg.rep_reference_px) for x in inputs]),
         smooth_scale=T(smooth_scale),
-        head_index=torch.as_tensor(head_motion_index(head_pairs, eyes, body.num_outputs), device=dev),
+        head_index=HeadRows(
+            torch.as_tensor(head_motion_index(head_pairs, eyes, body.num_outputs), device=dev), M * body.num_outputs
+        ),
         head_delta=T(head_delta),
         head_weight=T(head_weight),
         head_rotation=T(rot_np),
-        turn_index=torch.as_tensor(head_turn_index(coco_rows(body), M, body.num_outputs), device=dev),
+        turn_index=HeadRows(
+            torch.as_tensor(head_turn_index(coco_rows(body), M, body.num_outputs), device=dev), M * body.num_outputs
+        ),
     )
     R0 = np.concatenate(
         [np.stack([_pad(r[0], M) for r in inits])[:, :, None], np.stack([_pad(r[1], M) for r in inits])], 2

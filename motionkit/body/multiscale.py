@@ -26,6 +26,15 @@ from dataclasses import dataclass, field
 import torch
 
 
+def reads_by_entry(flat: torch.Tensor, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The reads ``flat (F,)`` int64 (entries in ``0 .. n-1``) listed by entry, in CSR form for a fused
+    operator's backward pass (one sum per entry, no atomics): ``readers (F,)`` the positions in ``flat``
+    sorted by the entry they read (stable: in reading order), ``reader_ptr (n + 1,)`` where each entry's
+    readers start."""
+    counts = torch.bincount(flat, minlength=n)
+    return torch.argsort(flat, stable=True), torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)])
+
+
 @dataclass(frozen=True)
 class KnotBasis:
     """Frames ``0 .. M-1`` as weighted sums of their own value and of knots every 2, 4, ..., ``2**L`` frames.
@@ -47,10 +56,10 @@ class KnotBasis:
 
     def __post_init__(self) -> None:  # made once: the fit reads the sequence every iteration
         flat = self.index.reshape(-1).contiguous()
-        counts = torch.bincount(flat, minlength=self.n_params)
+        readers, reader_ptr = reads_by_entry(flat, self.n_params)
         object.__setattr__(self, "_flat_index", flat)
-        object.__setattr__(self, "readers", torch.argsort(flat, stable=True))
-        object.__setattr__(self, "reader_ptr", torch.cat([counts.new_zeros(1), torch.cumsum(counts, 0)]))
+        object.__setattr__(self, "readers", readers)
+        object.__setattr__(self, "reader_ptr", reader_ptr)
 
     @property
     def n_params(self) -> int:

@@ -6,10 +6,12 @@ arguments, tested for parity; ``body.ops_torch`` and ``body.ops_fused`` serve th
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
+from motionkit.body.multiscale import reads_by_entry
 from motionkit.conventions import SMPLX_JOINT_LIMITS
 from motionkit.geometry.camera import rig_to_camera_torch
 from motionkit.geometry.fisheye import kb3_project_torch
@@ -92,6 +94,38 @@ def head_motion_pairs(head: np.ndarray, lags: tuple[int, ...]) -> tuple[np.ndarr
 HEAD_PAIR_SIGNS = (0.5, 0.5, -0.5, -0.5)  # the eye midpoint's displacement from the four rows of a pair
 
 
+@dataclass(frozen=True)
+class HeadRows:
+    """The head term's vectors as four rows each of a ``(M R)`` flattening of one problem's body output
+    ``(M, R, 3)`` (``HEAD_PAIR_SIGNS``: ``0.5 (a + b) - 0.5 (c + d)``): ``index (N, 4)`` int64
+    (``head_motion_index``, ``head_turn_index``) and ``n_rows = M R``. ``readers`` and ``reader_ptr``: the
+    same reads listed by row (CSR: row ``r`` is read at the flat positions ``4 n + slot`` of ``index`` in
+    ``readers[reader_ptr[r]:reader_ptr[r + 1]]``), for the fused operator's backward pass; made once, as
+    the index is a constant of the fit. A row outside ``0 .. n_rows - 1`` is a ``ValueError``."""
+
+    index: torch.Tensor
+    n_rows: int
+    readers: torch.Tensor = field(init=False, repr=False)
+    reader_ptr: torch.Tensor = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        flat = self.index.reshape(-1)
+        if flat.numel() and (int(flat.min()) < 0 or int(flat.max()) >= self.n_rows):
+            raise ValueError(f"head rows must lie in [0, {self.n_rows}), got {int(flat.min())}..{int(flat.max())}")
+        readers, reader_ptr = reads_by_entry(flat, self.n_rows)
+        object.__setattr__(self, "readers", readers)
+        object.__setattr__(self, "reader_ptr", reader_ptr)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def check(self, joints: torch.Tensor) -> None:
+        """A ``ValueError`` unless ``joints (P, M, R, 3)`` has the ``n_rows = M R`` these rows index."""
+        if joints.dim() != 4 or joints.shape[1] * joints.shape[2] != self.n_rows:
+            raise ValueError(f"head rows index a body output of {self.n_rows} rows (M x R), got joints of shape "
+                             f"{tuple(joints.shape)}")  # fmt: skip
+
+
 def head_row_vectors(joints: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     """``(P, N, 3)``: ``0.5 (a + b) - 0.5 (c + d)`` of the four rows ``index (N, 4)`` of a ``(M R)``
     flattening of the body's output ``joints (P, M, R, 3)`` (``HEAD_PAIR_SIGNS``): what ``head_motion``
@@ -106,19 +140,20 @@ def head_motion_index(pairs: np.ndarray, eye_rows: tuple[int, int], n_rows: int)
     return np.concatenate([later, earlier], 1)
 
 
-def head_motion(joints: torch.Tensor, index: torch.Tensor, anchor_delta: torch.Tensor, weight: torch.Tensor,
+def head_motion(joints: torch.Tensor, rows: HeadRows, anchor_delta: torch.Tensor, weight: torch.Tensor,
                 sigma: float) -> torch.Tensor:  # fmt: skip
     """How far the fitted head's motion strays from the Aria head anchor's, per problem ``(P, 1)`` (a
     column of the objective's terms).
 
-    ``joints (P, M, R, 3)`` the body's output; ``index (N, 4)`` (``head_motion_index``) the eye rows of each
-    pair of frames; ``anchor_delta (P, N, 3)`` and ``weight (P, N)`` from ``head_motion_pairs``: over each
+    ``joints (P, M, R, 3)`` the body's output; ``rows`` (``HeadRows`` of ``head_motion_index``) the eye rows
+    of each pair of frames; ``anchor_delta (P, N, 3)`` and ``weight (P, N)`` from ``head_motion_pairs``: over each
     pair, the displacement of the eye midpoint against the anchor's, ``sum weight GMoF(|de - da|^2; sigma)``
     (``/ sigma^2``), the mean over the lags of each lag's mean. Displacements only: the anchor's constant
     offset from the eyes and its slow drift (a few cm over a take) cost nothing, while the SLAM's
     millimetre precision from frame to frame holds the head where far cameras meet at narrow angles. 0
     for problems without a known pair."""
-    d = head_row_vectors(joints, index) - anchor_delta  # (P, N, 3)
+    rows.check(joints)
+    d = head_row_vectors(joints, rows.index) - anchor_delta  # (P, N, 3)
     r2 = (d * d).sum(-1)
     return (weight * r2 / (sigma * sigma + r2)).sum(1, keepdim=True)
 
@@ -136,19 +171,20 @@ def head_turn_index(coco: np.ndarray, n_frames: int, n_rows: int) -> np.ndarray:
     return (np.arange(n_frames, dtype=np.int64)[:, None, None] * n_rows + vec[None]).reshape(-1, 4)
 
 
-def head_turn_targets(joints: torch.Tensor, index: torch.Tensor,
+def head_turn_targets(joints: torch.Tensor, rows: HeadRows,
                       rotation: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     """Where the head's vectors should point, from the fitted body and the Aria's orientation: the glasses
     sit still on the head, so each vector is constant in the CPF frame. Its take's constant is the
     median over the frames of the fitted vector seen from the CPF (a head the fit turned wrong on a
     minority of frames does not move it), and each frame's target is that constant turned by the frame's
-    CPF rotation. ``joints (P, M, R, 3)`` the body's output, ``index (M * 3, 4)`` (``head_turn_index``),
+    CPF rotation. ``joints (P, M, R, 3)`` the body's output, ``rows`` (``HeadRows`` of ``head_turn_index``),
     ``rotation (P, M, 3, 3)`` world-from-CPF (NaN where unknown). Returns the targets
     ``(P, M * 3, 3)`` (world metres) and their weights ``(P, M * 3)``: 1 / (3 x the problem's known
     frames) where known, else 0 (``head_motion`` then gives the mean over the vectors and frames)."""
     P, M = rotation.shape[:2]
     known = rotation.isfinite().all(-1).all(-1)  # (P, M)
-    vec = head_row_vectors(joints, index).view(P, M, 3, 3)  # (P, M, vector, xyz) world
+    rows.check(joints)
+    vec = head_row_vectors(joints, rows.index).view(P, M, 3, 3)  # (P, M, vector, xyz) world
     local = torch.einsum("pmji,pmkj->pmki", rotation, vec)  # R^T v: seen from the CPF
     local = torch.where(known[..., None, None], local, float("nan"))
     constant = local.nanmedian(dim=1).values.nan_to_num(0.0)  # (P, vector, xyz)
@@ -166,9 +202,9 @@ def head_turn_residual(joints: np.ndarray, coco: np.ndarray, rotation: np.ndarra
     the head turns as the Aria does; tens of centimetres for a head the fit turned the wrong way."""
     M, R = joints.shape[:2]
     J = torch.as_tensor(np.asarray(joints), dtype=torch.float64)[None]
-    index = torch.as_tensor(head_turn_index(coco, M, R))
-    target, weight = head_turn_targets(J, index, torch.as_tensor(np.asarray(rotation), dtype=torch.float64)[None])
-    off = (target[0] - head_row_vectors(J, index)[0]).norm(dim=-1).view(M, 3).amax(-1)
+    rows = HeadRows(torch.as_tensor(head_turn_index(coco, M, R)), M * R)
+    target, weight = head_turn_targets(J, rows, torch.as_tensor(np.asarray(rotation), dtype=torch.float64)[None])
+    off = (target[0] - head_row_vectors(J, rows.index)[0]).norm(dim=-1).view(M, 3).amax(-1)
     return torch.where(weight.view(M, 3)[:, 0] > 0, off, float("nan")).numpy()
 
 

@@ -11,9 +11,6 @@ Call ``motionkit.kernels.ensure_loaded()`` first.
 
 from __future__ import annotations
 
-import weakref
-
-import numpy as np
 import torch
 
 from motionkit.conventions import SMPLX_JOINT_LIMITS
@@ -156,39 +153,15 @@ def robust_reprojection(
     return torch.ops.motionkit.robust_reprojection(*c, float(sigma))[0]
 
 
-def head_motion(joints, index, anchor_delta, weight, sigma: float) -> torch.Tensor:
+def head_motion(joints, rows, anchor_delta, weight, sigma: float) -> torch.Tensor:
     """Per-problem Aria head term ``(P, 1)``, fused: same arguments and result as
-    ``motionkit.body.objective.head_motion``, all contiguous (no copies: the operator checks). Gradient
+    ``motionkit.body.objective.head_motion`` (``rows`` a ``HeadRows``: its index and, for the backward
+    pass, the same reads listed by row), all contiguous (no copies: the operator checks). Gradient
     w.r.t. ``joints`` only."""
     register_autograd()
-    readers, reader_ptr = head_readers(index, joints.shape[1] * joints.shape[2])
-    return torch.ops.motionkit.head_motion(joints, index, anchor_delta, weight, readers, reader_ptr, float(sigma))
-
-
-_head_readers: dict[int, tuple] = {}
-
-
-def head_readers(index: torch.Tensor, n_rows: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Which pairs read each row of a ``(n_rows)`` flattening of a problem's body output, in CSR form for
-    the head operator's backward pass (one sum per body row, no atomics): ``readers (4 N)`` the
-    entries ``4 n + slot`` of ``index (N, 4)`` sorted by the row they read (stable), ``reader_ptr
-    (n_rows + 1)`` where each row's readers start. Built on the host once per index tensor and kept while
-    that tensor lives (a fit reuses its index in every iteration; a CUDA graph replays them): an index is
-    a constant, never changed in place."""
-    key = id(index)
-    hit = _head_readers.get(key)
-    if hit is not None and hit[0]() is index and hit[1] == n_rows:
-        return hit[2]
-    flat = index.detach().reshape(-1).cpu().numpy()
-    if flat.size and (flat.min() < 0 or flat.max() >= n_rows):
-        raise ValueError(f"motionkit.head_motion: index rows must lie in [0, {n_rows}), got {flat.min()}..{flat.max()}")
-    readers = np.argsort(flat, kind="stable")
-    reader_ptr = np.concatenate([[0], np.cumsum(np.bincount(flat, minlength=n_rows))])
-    built = tuple(torch.as_tensor(a, dtype=torch.int64, device=index.device) for a in (readers, reader_ptr))
-    for k in [k for k, v in _head_readers.items() if v[0]() is None]:  # forget the indices that are gone
-        del _head_readers[k]
-    _head_readers[key] = (weakref.ref(index), n_rows, built)
-    return built
+    rows.check(joints)
+    return torch.ops.motionkit.head_motion(joints, rows.index, anchor_delta, weight, rows.readers, rows.reader_ptr,
+                                           float(sigma))  # fmt: skip
 
 
 _limit_tables: dict = {}

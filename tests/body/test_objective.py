@@ -11,6 +11,7 @@ from motionkit.body.fitting import (
 )
 from motionkit.body.model import BodyModel
 from motionkit.body.objective import (
+    HeadRows,
     head_motion,
     head_motion_index,
     head_motion_pairs,
@@ -78,7 +79,7 @@ def test_head_motion_costs_what_the_anchor_does_not_explain():
 
     def cost(eyes, head=anchor):  # the body's output: both eyes at the eye midpoint (rows 0 and 1)
         pairs, delta, weight = head_motion_pairs(head, lags)
-        index = torch.as_tensor(head_motion_index(pairs, (0, 1), 2))
+        index = HeadRows(torch.as_tensor(head_motion_index(pairs, (0, 1), 2)), M * 2)
         joints = torch.as_tensor(eyes)[:, :, None].expand(-1, -1, 2, -1)
         return head_motion(joints, index, torch.as_tensor(delta), torch.as_tensor(weight), sigma)
 
@@ -117,7 +118,7 @@ def test_head_turn_targets_hold_the_face_as_the_glasses_see_it():
     known = torch.ones(1, M, dtype=torch.bool)
     known[0, 7] = False
     rotation = torch.where(known[..., None, None], R[None], float("nan"))  # the glasses unknown at frame 7
-    index = torch.as_tensor(head_turn_index(np.arange(5), M, 5))
+    index = HeadRows(torch.as_tensor(head_turn_index(np.arange(5), M, 5)), M * 5)
     target, weight = head_turn_targets(joints, index, rotation)
     vectors = torch.stack([face[1] - face[2], face[3] - face[4], face[0] - 0.5 * (face[1] + face[2])])
     want = torch.einsum("mij,kj->mki", R, vectors).reshape(1, M * 3, 3)
@@ -125,7 +126,7 @@ def test_head_turn_targets_hold_the_face_as_the_glasses_see_it():
     torch.testing.assert_close(target[0, ~rows], want[0, ~rows])
     assert weight[0, rows].eq(0).all() and weight.sum().item() == pytest.approx(1.0)
     cost = head_motion(joints, index, target, weight, sigma).item()
-    vec = (joints.flatten(1, 2)[:, index] * joints.new_tensor([0.5, 0.5, -0.5, -0.5])[:, None]).sum(2)
+    vec = (joints.flatten(1, 2)[:, index.index] * joints.new_tensor([0.5, 0.5, -0.5, -0.5])[:, None]).sum(2)
     r2 = ((vec - want) ** 2).sum(-1)[0]  # only the turned frames' vectors are off (reversed in x and z)
     expected = (weight[0] * r2 / (sigma**2 + r2)).sum().item()
     assert cost == pytest.approx(expected, rel=1e-6) and expected > 0.1

@@ -14,6 +14,7 @@ from motionkit import kernels
 from motionkit.body.model import BodyModel
 from motionkit.body.multiscale import knot_basis
 from motionkit.body.objective import (
+    HeadRows,
     head_motion,
     head_motion_index,
     head_motion_pairs,
@@ -203,16 +204,20 @@ def _head_problem(seed: int = 0, P: int = 2, M: int = 30, R: int = 7):
     head = gen.normal(0, 0.2, (P, M, 3))
     head[-1, ::2] = np.nan
     pairs, delta, weight = head_motion_pairs(head, (1, 2, 4, 8))
-    index = torch.as_tensor(head_motion_index(pairs, (5, 3), R))
-    return joints, index, torch.as_tensor(delta), torch.as_tensor(weight)
+    rows = HeadRows(torch.as_tensor(head_motion_index(pairs, (5, 3), R)), M * R)
+    return joints, rows, torch.as_tensor(delta), torch.as_tensor(weight)
+
+
+def _rows_on(device: str, rows: HeadRows) -> HeadRows:
+    return HeadRows(rows.index.to(device), rows.n_rows)
 
 
 def test_head_motion_equals_the_torch_reference_forward_and_backward(device):
-    J, index, delta, weight = problem = _head_problem()
-    Jd, *rest = _to(device, *problem)
+    J, rows, delta, weight = _head_problem()
+    Jd, delta_d, weight_d = _to(device, J, delta, weight)
     for sigma in (0.05, 0.5):
-        ref = head_motion(J, index, delta, weight, sigma)
-        out = ops.head_motion(Jd, *rest, sigma)
+        ref = head_motion(J, rows, delta, weight, sigma)
+        out = ops.head_motion(Jd, _rows_on(device, rows), delta_d, weight_d, sigma)
         assert out.shape == ref.shape == (2, 1) and _rel(out, ref) < 1e-12 and (ref > 0).all()
         g = torch.tensor([[0.7], [-1.3]], dtype=F64)
         g_out = torch.autograd.grad((out * g.to(device)).sum(), Jd)[0]
@@ -221,22 +226,22 @@ def test_head_motion_equals_the_torch_reference_forward_and_backward(device):
 
 
 def test_head_motion_gradcheck():
-    J, index, delta, weight = _head_problem(seed=3, P=1, M=10, R=6)
-    assert torch.autograd.gradcheck(lambda x: ops.head_motion(x, index, delta, weight, 0.05), (J,))
+    J, rows, delta, weight = _head_problem(seed=3, P=1, M=10, R=6)
+    assert torch.autograd.gradcheck(lambda x: ops.head_motion(x, rows, delta, weight, 0.05), (J,))
 
 
-def test_head_readers_list_each_rows_readers_in_pair_order():
+def test_head_rows_list_each_rows_readers_in_pair_order():
     """The CSR that the head operator's backward gathers by: for each row, the entries ``4 n + slot`` that
-    read it, in increasing order; built once per index tensor (a second call returns the same tensors),
-    again for another number of rows or another tensor with the same values."""
-    index = torch.tensor([[3, 1, 0, 0], [1, 3, 2, 1]])
-    readers, reader_ptr = ops.head_readers(index, 5)
-    assert reader_ptr.tolist() == [0, 2, 5, 6, 8, 8]
-    assert readers.tolist() == [2, 3, 1, 4, 7, 6, 0, 5]  # row 0: entries 2, 3; row 1: 1, 4, 7; ...
-    again = ops.head_readers(index, 5)
-    assert again[0] is readers and again[1] is reader_ptr
-    assert ops.head_readers(index, 6)[1].tolist() == [0, 2, 5, 6, 8, 8, 8]
-    assert ops.head_readers(index.clone(), 5)[0] is not readers
+    read it, in increasing order (rows nobody reads have none); rows outside the body output are an
+    error, on construction and against a body output of another size."""
+    rows = HeadRows(torch.tensor([[3, 1, 0, 0], [1, 3, 2, 1]]), 6)
+    assert rows.reader_ptr.tolist() == [0, 2, 5, 6, 8, 8, 8]
+    assert rows.readers.tolist() == [2, 3, 1, 4, 7, 6, 0, 5]  # row 0: entries 2, 3; row 1: 1, 4, 7; ...
+    with pytest.raises(ValueError, match=r"head rows must lie in \[0, 3\), got 0..3"):
+        HeadRows(rows.index, 3)
+    with pytest.raises(ValueError, match="head rows index a body output of 6 rows"):
+        ops.head_motion(torch.zeros(1, 2, 2, 3, dtype=F64), rows, torch.zeros(1, 2, 3, dtype=F64),
+                        torch.zeros(1, 2, dtype=F64), 0.05)  # fmt: skip
 
 
 def _limb_swapped(obs: torch.Tensor, w: torch.Tensor, every: int = 2):
@@ -256,18 +261,19 @@ def test_head_turn_equals_the_torch_reference_forward_and_backward(device):
     gen = np.random.default_rng(4)
     P, M, R = 2, 12, 9
     J = torch.as_tensor(gen.normal(0, 0.2, (P, M, R, 3))).requires_grad_(True)
-    index = torch.as_tensor(head_turn_index(np.array([8, 6, 7, 2, 3]), M, R))
+    rows = HeadRows(torch.as_tensor(head_turn_index(np.array([8, 6, 7, 2, 3]), M, R)), M * R)
     target = torch.as_tensor(gen.normal(0, 0.05, (P, M * 3, 3)))
     weight = torch.as_tensor(np.where(gen.random((P, M * 3)) < 0.2, 0.0, 1.0 / (3 * M)))
-    Jd, index_d, target_d, weight_d = _to(device, J, index, target, weight)
-    ref = head_motion(J, index, target, weight, 0.05)
-    out = ops.head_motion(Jd, index_d, target_d, weight_d, 0.05)
+    Jd, target_d, weight_d = _to(device, J, target, weight)
+    rows_d = _rows_on(device, rows)
+    ref = head_motion(J, rows, target, weight, 0.05)
+    out = ops.head_motion(Jd, rows_d, target_d, weight_d, 0.05)
     assert _rel(out, ref) < 1e-12
     g_out = torch.autograd.grad(out.sum(), Jd)[0]
     g_ref = torch.autograd.grad(ref.sum(), J)[0]
     assert _rel(g_out, g_ref) < 1e-10 and (g_ref[:, :, [0, 1, 4, 5]] == 0).all() and (g_ref[:, :, 8] != 0).any()
-    with pytest.raises(ValueError, match="index rows"):
-        ops.head_motion(Jd[:, :2], index_d, target_d, weight_d, 0.05)  # rows beyond this body output
+    with pytest.raises(ValueError, match="head rows index a body output"):
+        ops.head_motion(Jd[:, :2], rows_d, target_d, weight_d, 0.05)  # rows beyond this body output
 
 
 def test_limb_pairs_cost_their_cheaper_labelling(device):
