@@ -178,7 +178,7 @@ def eye_anchor_distance(joints: np.ndarray, cpf: np.ndarray, names) -> np.ndarra
 def eyes_off_anchor(distance: np.ndarray, max_m: float) -> np.ndarray:
     """``(M,)`` bool: frames whose ``eye_anchor_distance`` exceeds ``max_m``; False where it is unknown."""
     d = np.asarray(distance, dtype=np.float64)
-    return np.greater(d, max_m, out=np.zeros(d.shape, bool), where=np.isfinite(d))
+    return np.isfinite(d) & ~_at_most(d, max_m)
 
 
 def quality_flags(joints, valid, n_views, fps, eye_anchor_m, reproj_px=None, trusted=None,
