@@ -12,9 +12,10 @@ For each scenario: ``--takes`` takes of ``--duration`` s (splits val, train, tra
   how far the fitted body sits from the truth as a whole (world offset, mean over the takes);
 * the realised difficulty: joints seen by fewer than two cameras, frames with fewer than two fittable
   views;
-* seconds of the whole run (load .. evaluate) per minute of take.
+* seconds of the whole run (load .. evaluate) per minute of take;
+* per body part (torso, arms, legs, face), joint false trust and joint coverage.
 
-Prints a Markdown table. ``DIR/<scenario>/`` keeps each dataset and its fits; a scenario whose fits are
+Prints two Markdown tables. ``DIR/<scenario>/`` keeps each dataset and its fits; a scenario whose fits are
 there already is only scored again (``--refit`` fits again).
 
 Usage: ``python benchmarks/bench_scenarios.py DIR [--seed 31] [--takes 3] [--duration 20] [--scenarios a,b]``.
@@ -83,6 +84,7 @@ def score_scenario(folder: Path) -> dict:
 
 
 def main() -> None:
+    from motionkit.conventions import COCO17_PARTS
     from motionkit.synthetic.scenarios import SCENARIO_NAMES
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -122,6 +124,19 @@ def main() -> None:
               f"{pct(s.get('joint_coverage'))} ({pct(s.get('joint_coverage_detected'))}) | "
               f"{s['world_offset_mm']:.0f} mm | {pct(s.get('occluded_share'))} | "
               f"{pct(s.get('unfittable_share'))} | {t['fit_wall_s'] / minutes:.0f} |")  # fmt: skip
+
+    parts = tuple(COCO17_PARTS)  # synth-report's body parts
+    print("\n# per body part: joint false trust / joint coverage (%)")
+    print("| scenario | " + " | ".join(parts) + " |")
+    print("|---|" + "---|" * len(parts))
+    for name, _, s in rows:
+        cells = [f"{pct0(s.get(f'joint_false_trust:{p}'), 1)} / {pct0(s.get(f'joint_coverage:{p}'), 0)}" for p in parts]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+
+
+def pct0(x: float | None, digits: int) -> str:
+    """A share as a percentage without the sign, ``n/a`` for None."""
+    return "n/a" if x is None else f"{100 * x:.{digits}f}"
 
 
 if __name__ == "__main__":
