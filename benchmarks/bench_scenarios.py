@@ -111,9 +111,6 @@ def main() -> None:
           "world offset | joints < 2 views | frames < 2 fittable | s / min of take |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 
-    def pct(x):
-        return "n/a" if x is None else f"{100 * x:.1f} %"
-
     for name, t, s in rows:
         cor = "n/a" if s["pa_corrected"] is None else f"{s['pa_corrected']:.1f}"
         minutes = t.get("take_minutes") or t["takes"] * args.duration / 60.0
@@ -130,13 +127,14 @@ def main() -> None:
     print("| scenario | " + " | ".join(parts) + " |")
     print("|---|" + "---|" * len(parts))
     for name, _, s in rows:
-        cells = [f"{pct0(s.get(f'joint_false_trust:{p}'), 1)} / {pct0(s.get(f'joint_coverage:{p}'), 0)}" for p in parts]
+        cells = [f"{pct(s.get(f'joint_false_trust:{p}'), 1, '')} / {pct(s.get(f'joint_coverage:{p}'), 0, '')}"
+                 for p in parts]  # fmt: skip
         print(f"| {name} | " + " | ".join(cells) + " |")
 
 
-def pct0(x: float | None, digits: int) -> str:
-    """A share as a percentage without the sign, ``n/a`` for None."""
-    return "n/a" if x is None else f"{100 * x:.{digits}f}"
+def pct(x: float | None, digits: int = 1, sign: str = " %") -> str:
+    """A share as a percentage (``digits`` decimals, then ``sign``), ``n/a`` for None."""
+    return "n/a" if x is None else f"{100 * x:.{digits}f}{sign}"
 
 
 if __name__ == "__main__":

@@ -106,15 +106,15 @@ def joint_trusted(support: np.ndarray, valid: np.ndarray, fps: float, cfg: Trust
     ``cfg.trust_views`` or more in that frame, or in their median over ``cfg.support_window_s`` (a
     stretch that two views support carries the smooth fit across one view's dropped observations); the
     face's landmarks not where ``face_off_anchor (M,)`` (``eyes_off_anchor`` at ``cfg.max_face_anchor_m``),
-    and (``cfg.face_from_aria``) in every valid frame of ``face_on_aria (M,)`` (``face_at_aria``: the
-    fitted head where the Aria puts it and turned as the Aria is), whatever the views."""
+    and in every valid frame of ``face_on_aria (M,)`` (``face_at_aria``: the fitted head where the Aria
+    puts it and turned as the Aria is), whatever the views."""
     size = 2 * int(round(cfg.support_window_s * fps / 2)) + 1
     steady = median_filter(support, size=(size, 1), mode="nearest") if len(support) else support
     trusted = valid[:, None] & (np.maximum(steady, support) >= cfg.trust_views)
     face = list(COCO17_FACE)
     if face_off_anchor is not None:
         trusted[:, face] &= ~np.asarray(face_off_anchor, dtype=bool)[:, None]
-    if cfg.face_from_aria and face_on_aria is not None:
+    if face_on_aria is not None:
         trusted[:, face] |= (valid & np.asarray(face_on_aria, dtype=bool))[:, None]
     return trusted
 
@@ -123,9 +123,10 @@ def face_at_aria(eye_anchor_m: np.ndarray, head_turn_m: np.ndarray, cfg: TrustCo
     """``(M,)`` bool: frames whose fitted eyes lie within ``cfg.max_face_anchor_m`` of the Aria head anchor
     (``eye_anchor_m (M,)``, ``eye_anchor_distance``) and whose fitted head's vectors lie within
     ``cfg.max_face_turn_m`` of where the Aria's orientation turns them (``head_turn_m (M,)``,
-    ``objective.head_turn_residual``); False where either is unknown (NaN): the Aria fixes the head's
-    pose there, and with it the face (``joint_trusted``)."""
-    return _at_most(eye_anchor_m, cfg.max_face_anchor_m) & _at_most(head_turn_m, cfg.max_face_turn_m)
+    ``objective.head_turn_residual``); False where either is unknown (NaN), and everywhere without
+    ``cfg.face_from_aria``: the Aria fixes the head's pose there, and with it the face (``joint_trusted``)."""
+    on = _at_most(eye_anchor_m, cfg.max_face_anchor_m) & _at_most(head_turn_m, cfg.max_face_turn_m)
+    return on & cfg.face_from_aria
 
 
 def _at_most(x: np.ndarray, limit: float) -> np.ndarray:

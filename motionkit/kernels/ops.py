@@ -156,10 +156,9 @@ def robust_reprojection(
 def head_motion(joints, rows, anchor_delta, weight, sigma: float) -> torch.Tensor:
     """Per-problem Aria head term ``(P, 1)``, fused: same arguments and result as
     ``motionkit.body.objective.head_motion`` (``rows`` a ``HeadRows``: its index and, for the backward
-    pass, the same reads listed by row), all contiguous (no copies: the operator checks). Gradient
-    w.r.t. ``joints`` only."""
+    pass, the same reads listed by row), all contiguous (no copies: the operator checks them, and the body
+    output's size against the rows: ``ValueError``). Gradient w.r.t. ``joints`` only."""
     register_autograd()
-    rows.check(joints)
     return torch.ops.motionkit.head_motion(joints, rows.index, anchor_delta, weight, rows.readers, rows.reader_ptr,
                                            float(sigma))  # fmt: skip
 

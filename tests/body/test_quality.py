@@ -64,6 +64,7 @@ def test_the_face_is_at_the_aria_where_the_eyes_are_near_its_anchor_and_it_turns
     np.testing.assert_array_equal(face_at_aria(eyes, turn, TrustConfig()), [1, 1, 0, 0, 1, 0, 0])
     looser = TrustConfig(max_face_anchor_m=0.2, max_face_turn_m=0.1)
     np.testing.assert_array_equal(face_at_aria(eyes, turn, looser), [1, 1, 1, 0, 1, 1, 0])
+    assert not face_at_aria(eyes, turn, TrustConfig(face_from_aria=False)).any()  # the option off: no frame
 
 
 def test_valid_frames_bridge_short_gaps_only():
@@ -166,10 +167,9 @@ def test_a_joint_is_trusted_where_two_views_support_it_in_the_frame_or_steadily(
     cfg = TrustConfig(support_window_s=0.25)
     aria = joint_trusted(support, valid, fps, cfg, turned, at_aria)
     assert aria[20:24, :5].all() and not aria[24, :5].any() and not aria[5:8, :5].any() and not aria[50:].any()
-    assert not joint_trusted(support, valid, fps, cfg, turned)[20:25, :5].any()  # without the Aria: the views' rule
-    off = joint_trusted(support, valid, fps, TrustConfig(support_window_s=0.25, face_from_aria=False), turned, at_aria)
-    assert not off[20:25, :5].any()
-    np.testing.assert_array_equal(aria[:, 5:], off[:, 5:])  # the body's trust does not change
+    views = joint_trusted(support, valid, fps, cfg, turned)
+    assert not views[20:25, :5].any()  # without the Aria: the views' rule
+    np.testing.assert_array_equal(aria[:, 5:], views[:, 5:])  # the body's trust does not change
     f = quality_flags(_body(M, fps, np.ones(M)), valid, np.full(M, 3), fps, np.zeros(M),
                       trusted=np.where(np.arange(M)[:, None] < 20, t, t & (np.arange(17) < 8)))  # fmt: skip
     np.testing.assert_array_equal(np.flatnonzero(f["OCCLUDED"]), np.arange(20, 50))  # 3 of 12 body landmarks

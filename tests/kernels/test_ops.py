@@ -273,7 +273,7 @@ def test_head_turn_equals_the_torch_reference_forward_and_backward(device):
     g_ref = torch.autograd.grad(ref.sum(), J)[0]
     assert _rel(g_out, g_ref) < 1e-10 and (g_ref[:, :, [0, 1, 4, 5]] == 0).all() and (g_ref[:, :, 8] != 0).any()
     with pytest.raises(ValueError, match="head rows index a body output"):
-        ops.head_motion(Jd[:, :2], rows_d, target_d, weight_d, 0.05)  # rows beyond this body output
+        ops.head_motion(Jd[:, :2].contiguous(), rows_d, target_d, weight_d, 0.05)  # rows beyond this body output
 
 
 def test_limb_pairs_cost_their_cheaper_labelling(device):

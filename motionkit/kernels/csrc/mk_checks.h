@@ -272,11 +272,11 @@ inline void check_head_motion_inputs(const at::Tensor& J, const at::Tensor& inde
   TORCH_CHECK(readers.dim() == 1 && readers.numel() == 4 * N && readers.scalar_type() == at::kLong &&
                   readers.is_contiguous() && readers.device() == J.device(),
               "motionkit.head_motion: readers must be a contiguous int64 (4 N) tensor on ", J.device());
-  TORCH_CHECK(reader_ptr.dim() == 1 && reader_ptr.numel() == J.size(1) * J.size(2) + 1 &&
-                  reader_ptr.scalar_type() == at::kLong && reader_ptr.is_contiguous() &&
+  TORCH_CHECK(reader_ptr.dim() == 1 && reader_ptr.scalar_type() == at::kLong && reader_ptr.is_contiguous() &&
                   reader_ptr.device() == J.device(),
-              "motionkit.head_motion: reader_ptr must be a contiguous int64 (M R + 1) tensor on ", J.device(),
-              ", got ", reader_ptr.sizes());
+              "motionkit.head_motion: reader_ptr must be a contiguous int64 (M R + 1) tensor on ", J.device());
+  TORCH_CHECK_VALUE(reader_ptr.numel() == J.size(1) * J.size(2) + 1, "motionkit.head_motion: head rows index a body ",
+                    "output of ", reader_ptr.numel() - 1, " rows (M x R), got joints of shape ", J.sizes());
 }
 
 }  // namespace mk
