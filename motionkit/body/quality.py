@@ -28,10 +28,12 @@ INFORMATIONAL_FLAGS = ("STATIC",)  # flags that describe the motion, not the fit
 class TrustConfig:
     """How the fit's final observation weights decide support and trust.
 
-    ``support_weight``: an observation supports its joint when its final fit weight (confidence,
-    association and robust weights together, ``fit/obs_weight``) is above this; guessed keypoints of
-    hidden joints rarely are. ``view_landmarks``: a view supports the frame with at least this many
-    supported landmarks (of 17). ``trust_views``: a joint of a valid frame is trusted when this many
+    ``support_weight``, ``support_confidence``: an observation supports its joint when its final fit
+    weight (confidence, association and robust weights together, ``fit/obs_weight``) is above
+    ``support_weight`` and the detector scored it at least ``support_confidence``: a keypoint scored
+    lower is the detector's guess at a joint it does not see, which keeps its small weight in the fit
+    but is no evidence that the view sees the joint. ``view_landmarks``: a view supports the frame with
+    at least this many supported landmarks (of 17). ``trust_views``: a joint of a valid frame is trusted when this many
     views support it in that frame, or in the median over ``support_window_s`` (centred) of its
     supporting views (the fit is smooth in time: one frame's dropped observation does not move the
     joint). A frame is valid with two or more supporting views in a run at least ``min_seen_run_s``
@@ -46,9 +48,15 @@ class TrustConfig:
     are trusted, whatever the views' support, where the fitted eyes lie within ``max_face_anchor_m`` of
     the anchor and the fitted head's vectors within ``max_face_turn_m`` of where the Aria's orientation
     turns them (``objective.head_turn_residual``): the Aria measures the head's position and turn, and
-    the fit's head terms hold the face to them."""
+    the fit's head terms hold the face to them. ``max_aria_gap_s``, ``max_aria_gap_travel_m``: a gap of
+    up to ``max_aria_gap_s`` between valid frames is valid too where the fitted head sits and turns as
+    the Aria does in every frame of it (``head_held_by_aria``: ``max_face_anchor_m``, ``max_face_turn_m``)
+    and the fitted pelvis stays within ``max_aria_gap_travel_m`` of where it was before the gap
+    (``aria_held_gaps``: the Aria measures the head throughout, and a body that stays in place between
+    two fitted stretches is what the fit interpolates); 0 s turns it off."""
 
     support_weight: float = 0.02
+    support_confidence: float = 0.4
     view_landmarks: int = 8
     trust_views: int = 2
     support_window_s: float = 0.5
@@ -60,6 +68,8 @@ class TrustConfig:
     max_face_anchor_m: float = 0.10
     face_from_aria: bool = True
     max_face_turn_m: float = 0.05
+    max_aria_gap_s: float = 1.0
+    max_aria_gap_travel_m: float = 0.3
 
 
 @dataclass(frozen=True)
@@ -77,10 +87,14 @@ class ObservationSupport:
     n_seeing: np.ndarray
 
 
-def observation_support(obs_weight: np.ndarray, cfg: TrustConfig) -> ObservationSupport:
-    """Support of the fit by ``obs_weight (M, V, 17)`` (final fit weights, ``fit/obs_weight``): an
-    observation supports its landmark when its weight is above ``cfg.support_weight``."""
-    supporting = np.nan_to_num(obs_weight) > cfg.support_weight  # (M, V, 17)
+def observation_support(obs_weight: np.ndarray, confidence: np.ndarray, cfg: TrustConfig) -> ObservationSupport:
+    """Support of the fit by ``obs_weight (M, V, 17)`` (final fit weights, ``fit/obs_weight``) and the
+    detector's ``confidence (M, V, 17)`` of the same observations (``association/confidence``, NaN
+    where none): an observation supports its landmark when its weight is above ``cfg.support_weight``
+    and its confidence at least ``cfg.support_confidence``."""
+    supporting = (np.nan_to_num(obs_weight) > cfg.support_weight) & (
+        np.nan_to_num(confidence) >= cfg.support_confidence
+    )  # (M, V, 17)
     landmarks = supporting.sum(-1)  # (M, V)
     cameras = landmarks >= cfg.view_landmarks
     return ObservationSupport(joint=supporting.sum(1).astype(np.int16), cameras=cameras, n_views=cameras.sum(-1),
@@ -120,13 +134,17 @@ def joint_trusted(support: np.ndarray, valid: np.ndarray, fps: float, cfg: Trust
 
 
 def face_at_aria(eye_anchor_m: np.ndarray, head_turn_m: np.ndarray, cfg: TrustConfig) -> np.ndarray:
+    """``(M,)`` bool: the frames of ``head_held_by_aria`` (same arguments), none without
+    ``cfg.face_from_aria``: the Aria fixes the head's pose there, and with it the face (``joint_trusted``)."""
+    return head_held_by_aria(eye_anchor_m, head_turn_m, cfg) & cfg.face_from_aria
+
+
+def head_held_by_aria(eye_anchor_m: np.ndarray, head_turn_m: np.ndarray, cfg: TrustConfig) -> np.ndarray:
     """``(M,)`` bool: frames whose fitted eyes lie within ``cfg.max_face_anchor_m`` of the Aria head anchor
     (``eye_anchor_m (M,)``, ``eye_anchor_distance``) and whose fitted head's vectors lie within
     ``cfg.max_face_turn_m`` of where the Aria's orientation turns them (``head_turn_m (M,)``,
-    ``objective.head_turn_residual``); False where either is unknown (NaN), and everywhere without
-    ``cfg.face_from_aria``: the Aria fixes the head's pose there, and with it the face (``joint_trusted``)."""
-    on = _at_most(eye_anchor_m, cfg.max_face_anchor_m) & _at_most(head_turn_m, cfg.max_face_turn_m)
-    return on & cfg.face_from_aria
+    ``objective.head_turn_residual``); False where either is unknown (NaN)."""
+    return _at_most(eye_anchor_m, cfg.max_face_anchor_m) & _at_most(head_turn_m, cfg.max_face_turn_m)
 
 
 def _at_most(x: np.ndarray, limit: float) -> np.ndarray:
@@ -139,6 +157,11 @@ def _long_runs(seen: np.ndarray, fps: float, min_run_s: float) -> np.ndarray:
     """``(R, 2)`` ``[start, stop)`` of the runs of ``seen (M,)`` at least ``min_run_s`` (one sample) long."""
     runs = np.array(valid_runs(seen), dtype=np.int64).reshape(-1, 2)
     return runs[runs[:, 1] - runs[:, 0] >= max(1, int(round(min_run_s * fps)))]
+
+
+def _gaps_between(runs: np.ndarray) -> np.ndarray:
+    """``(R - 1, 2)`` ``[start, stop)`` of the gaps between consecutive runs ``(R, 2)``."""
+    return np.c_[runs[:-1, 1], runs[1:, 0]]
 
 
 def _covered(spans: np.ndarray, M: int) -> np.ndarray:
@@ -159,7 +182,7 @@ def valid_frames(n_views: np.ndarray, fps: float, cfg: TrustConfig, n_seen_views
     (``ObservationSupport.n_seeing``: views with the weaker ``cfg.seen_view_landmarks``), frames that two of them see,
     in runs as long, are valid as well, but anchor no bridge over a gap."""
     runs = _long_runs(np.asarray(n_views) >= 2, fps, cfg.min_seen_run_s)
-    gaps = np.c_[runs[:-1, 1], runs[1:, 0]]  # between consecutive kept runs
+    gaps = _gaps_between(runs)
     bridged = (gaps[:, 1] - gaps[:, 0]) / fps <= cfg.max_gap_s
     if positions is not None and len(gaps):
         travel = np.linalg.norm(positions[gaps[:, 1]] - positions[gaps[:, 0] - 1], axis=-1)
@@ -168,6 +191,30 @@ def valid_frames(n_views: np.ndarray, fps: float, cfg: TrustConfig, n_seen_views
     if n_seen_views is not None:
         spans = np.r_[spans, _long_runs(np.asarray(n_seen_views) >= 2, fps, cfg.min_seen_run_s)]
     return _covered(spans, len(n_views))
+
+
+def aria_held_gaps(valid: np.ndarray, held: np.ndarray, positions: np.ndarray, fps: float,
+                   cfg: TrustConfig) -> np.ndarray:  # fmt: skip
+    """``(M,)`` bool: ``valid (M,)`` plus its gaps of at most ``cfg.max_aria_gap_s`` between valid runs
+    where ``held (M,)`` (``head_held_by_aria``) in every frame of the gap and the fitted pelvis
+    ``positions (M, 3)`` (metres) stays within ``cfg.max_aria_gap_travel_m`` of where it was in the frame
+    before the gap, in every frame of the gap and the one after it. Gaps at the ends of the take (no
+    valid run on one side) stay invalid."""
+    valid = np.asarray(valid, dtype=bool)
+    gaps = _gaps_between(np.array(valid_runs(valid), dtype=np.int64).reshape(-1, 2))
+    gaps = gaps[(gaps[:, 1] - gaps[:, 0]) / fps <= cfg.max_aria_gap_s]
+    if not len(gaps):
+        return valid
+    unheld = np.r_[0, np.cumsum(~np.asarray(held, dtype=bool))]
+    gaps = gaps[unheld[gaps[:, 1]] == unheld[gaps[:, 0]]]  # held in every frame of the gap
+    if not len(gaps):
+        return valid
+    lengths = gaps[:, 1] - gaps[:, 0] + 1  # the gap's frames and the valid frame after it
+    starts = np.r_[0, lengths.cumsum()[:-1]]
+    frames = np.repeat(gaps[:, 0] - starts, lengths) + np.arange(lengths.sum())
+    travel = np.linalg.norm(positions[frames] - positions[np.repeat(gaps[:, 0] - 1, lengths)], axis=-1)
+    still = _at_most(np.maximum.reduceat(travel, starts), cfg.max_aria_gap_travel_m)
+    return valid | _covered(gaps[still], len(valid))
 
 
 def eye_anchor_distance(joints: np.ndarray, cpf: np.ndarray, names) -> np.ndarray:

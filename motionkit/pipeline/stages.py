@@ -30,10 +30,12 @@ from motionkit.body.fitting import (
 from motionkit.body.model import BodyModel
 from motionkit.body.objective import head_turn_residual
 from motionkit.body.quality import (
+    aria_held_gaps,
     dropped_views,
     eye_anchor_distance,
     eyes_off_anchor,
     face_at_aria,
+    head_held_by_aria,
     joint_trusted,
     observation_support,
     quality_flags,
@@ -342,7 +344,7 @@ def stage_fit(ctx: StageContext) -> None:
     r.attrs["fit_device"] = str(device)  # provenance: where and on which operators the fit ran
     r.attrs["fit_kernels"] = kernels
     trust = ctx.config.trust
-    support = observation_support(out.obs_weight, trust)
+    support = observation_support(out.obs_weight, r["association/confidence"], trust)
     n_views = support.n_views
     M = len(out.transl)
     valid = valid_frames(n_views, fps, trust, support.n_seeing, positions=out.joints[:, 0])
@@ -354,6 +356,9 @@ def stage_fit(ctx: StageContext) -> None:
     head = r["aria/position_at_sample"]  # (M, 3) at the samples' own times, as the fit models them
     eye_anchor_m = eye_anchor_distance(out.joints, head, FACE_KEYPOINTS)  # (M,), NaN where unknown
     valid = valid & ~eyes_off_anchor(eye_anchor_m, trust.max_eye_anchor_m)
+    rows = coco_rows(body)
+    head_turn_m = head_turn_residual(out.joints, rows, r["aria/rotation_at_sample"])  # (M,) the face vs the Aria's turn
+    valid = aria_held_gaps(valid, head_held_by_aria(eye_anchor_m, head_turn_m, trust), out.joints[:, 0], fps, trust)
     J = out.joints.copy()
     J[~valid] = np.nan
     nanv = np.where(valid[:, None], 1.0, np.nan)
@@ -367,12 +372,10 @@ def stage_fit(ctx: StageContext) -> None:
         },
         body_model=json.dumps(body.identity),
     )
-    rows = coco_rows(body)
     r.put("joints", {"coco17": J[:, rows], "smplx": J[:, :55]})
     r.arrays["time_s"] = r["grid/time_s"]
     r.arrays["valid"] = valid
     face_off = eyes_off_anchor(eye_anchor_m, trust.max_face_anchor_m)  # a head turned wrong
-    head_turn_m = head_turn_residual(out.joints, rows, r["aria/rotation_at_sample"])  # (M,) the face vs the Aria's turn
     face_on = face_at_aria(eye_anchor_m, head_turn_m, trust)
     trusted = joint_trusted(support.joint, valid, fps, trust, face_off, face_on)
     r.put("flags", quality_flags(out.joints, valid, n_views, fps, eye_anchor_m, out.reproj_px, trusted,

@@ -3,11 +3,13 @@ import pytest
 
 from motionkit.body.quality import (
     TrustConfig,
+    aria_held_gaps,
     dropped_views,
     eye_anchor_distance,
     eyes_off_anchor,
     face_at_aria,
     flag_shares,
+    head_held_by_aria,
     joint_trusted,
     observation_support,
     quality_flags,
@@ -87,6 +89,42 @@ def test_a_gap_is_bridged_only_where_the_body_moves_little_across_it():
     assert np.isclose(np.linalg.norm(pos[16] - pos[9]), 0.35) and np.isclose(np.linalg.norm(pos[32] - pos[25]), 1.05)
 
 
+def test_a_gap_the_aria_holds_is_bridged_where_the_body_stays_in_place():
+    """Valid runs around three 1-s gaps (20 frames at 20 fps) and a 2.5-s one, at a 2-s limit: a
+    kneeling wearer (pelvis within 0.2 m of where it was before the gap) whose head the Aria holds
+    throughout (bridged); the same with one frame the Aria does not hold (not); a wearer walking 0.5 m
+    away and back (not, though he ends where he started); the 2.5-s gap (not). The take's first and
+    last frames, outside any gap, stay invalid."""
+    fps, cfg = 20.0, TrustConfig(max_aria_gap_s=2.0, max_aria_gap_travel_m=0.3)
+    valid = np.r_[0, np.ones(10), np.zeros(20), np.ones(10), np.zeros(20), np.ones(10), np.zeros(20), np.ones(10),
+                  np.zeros(50), np.ones(10), 0].astype(bool)  # fmt: skip
+    pos = np.zeros((len(valid), 3))
+    pos[11:31, 0] = 0.2 * np.sin(np.linspace(0, np.pi, 20))  # kneeling: within 0.2 m
+    pos[71:91, 0] = 0.5 * np.sin(np.linspace(0, np.pi, 20))  # walks 0.5 m away and back
+    held = np.ones(len(valid), bool)
+    held[50] = False  # the second gap, frames 41-60
+    v = aria_held_gaps(valid, held, pos, fps, cfg)
+    assert v[11:31].all() and not v[41:61].any() and not v[71:91].any() and not v[101:151].any()
+    np.testing.assert_array_equal(v[valid], True)
+    assert not v[0] and not v[-1]
+    held[:] = True
+    v = aria_held_gaps(valid, held, pos, fps, cfg)
+    assert v[41:61].all() and not v[71:91].any()
+    assert aria_held_gaps(valid, held, pos, fps, TrustConfig(max_aria_gap_s=2.0, max_aria_gap_travel_m=0.6)).sum() == (
+        v.sum() + 20
+    )  # the walk is within 0.6 m
+    np.testing.assert_array_equal(aria_held_gaps(valid, held, pos, fps, TrustConfig(max_aria_gap_s=0.0)), valid)
+    assert aria_held_gaps(valid, held, pos, fps, TrustConfig(max_aria_gap_s=2.5)).sum() == v.sum() + 50
+    assert not aria_held_gaps(valid, held, np.full_like(pos, np.nan), fps, cfg)[11:31].any()  # unknown: not bridged
+
+
+def test_the_head_is_held_by_the_aria_within_both_limits():
+    cfg = TrustConfig(max_face_anchor_m=0.10, max_face_turn_m=0.05)
+    eyes = np.array([0.02, 0.09, 0.11, 0.02, np.nan, 0.02])
+    turn = np.array([0.01, 0.05, 0.01, 0.06, 0.01, np.nan])
+    np.testing.assert_array_equal(head_held_by_aria(eyes, turn, cfg), [True, True, False, False, False, False])
+
+
 def test_a_lone_frame_of_two_views_does_not_bridge_a_stretch_of_one():
     """One view for 0.5 s, interrupted by two single frames that two views support: with runs of at least
     0.1 s required, the stretch is a 0.5-s gap, too long to bridge; a run of two frames still counts."""
@@ -119,7 +157,7 @@ def test_observation_support_counts_seeing_views_with_the_weaker_landmark_thresh
     w = np.zeros((2, 3, 17))
     w[0, 0, :8] = w[0, 1, :7] = w[0, 2, :6] = 0.5
     w[1, :, :7] = 0.01  # below the support weight: no landmark counts
-    support = observation_support(w, cfg)
+    support = observation_support(w, np.ones_like(w), cfg)
     np.testing.assert_array_equal(support.n_views, [1, 0])
     np.testing.assert_array_equal(support.n_seeing, [2, 0])
     np.testing.assert_array_equal(support.cameras, [[True, False, False], [False, False, False]])
@@ -133,7 +171,7 @@ def test_support_counts_views_whose_weight_is_kept():
     w[1, 1, :8] = 0.5  # a second view sees 8 landmarks: it still supports the frame
     w[1, 2, :7] = 0.5  # a third sees 7: it does not
     w[2, :, :] = 0.01  # weights of guessed keypoints: too small to support anything
-    support = observation_support(w, cfg)
+    support = observation_support(w, np.ones_like(w), cfg)
     sup = support.joint
     assert sup.dtype == np.int16
     np.testing.assert_array_equal(sup[0], np.full(17, 3))
@@ -141,6 +179,24 @@ def test_support_counts_views_whose_weight_is_kept():
     np.testing.assert_array_equal(sup[2], np.zeros(17))
     np.testing.assert_array_equal(support.n_views, [3, 2, 0])
     np.testing.assert_array_equal(support.cameras[1], [True, True, False, False])
+
+
+def test_a_keypoint_the_detector_scored_low_supports_nothing_whatever_its_weight():
+    """Two views see all 17 landmarks with weight; in the second frame the detector scored eight of the
+    second view's keypoints 0.35 (guesses at hidden joints), in the third it gave none (NaN): the view
+    supports only the landmarks scored at least ``support_confidence``, and the frame while they number
+    8 or more."""
+    cfg = TrustConfig(support_weight=0.02, support_confidence=0.4, view_landmarks=8)
+    w = np.full((3, 2, 17), 0.3)
+    conf = np.full((3, 2, 17), 0.9)
+    conf[1, 1, :8] = 0.35
+    conf[2, 1] = np.nan
+    support = observation_support(w, conf, cfg)
+    np.testing.assert_array_equal(support.joint, [np.full(17, 2), np.r_[np.ones(8), np.full(9, 2)], np.ones(17)])
+    np.testing.assert_array_equal(support.n_views, [2, 2, 1])
+    conf[1, 1, 8:10] = 0.39  # two more below: 7 supported landmarks left, the view no longer supports the frame
+    assert observation_support(w, conf, cfg).n_views[1] == 1
+    assert observation_support(w, conf, TrustConfig(support_confidence=0.3)).n_views[1] == 2
 
 
 def test_a_joint_is_trusted_where_two_views_support_it_in_the_frame_or_steadily():
