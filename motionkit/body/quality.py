@@ -115,28 +115,23 @@ def dropped_views(input_weight: np.ndarray, obs_weight: np.ndarray) -> np.ndarra
 
 def joint_trusted(support: np.ndarray, valid: np.ndarray, fps: float, cfg: TrustConfig,
                   face_off_anchor: np.ndarray | None = None,
-                  face_on_aria: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+                  head_held: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """``(M, 17)`` bool: the joint of a valid frame whose supporting views ``support (M, 17)`` number
     ``cfg.trust_views`` or more in that frame, or in their median over ``cfg.support_window_s`` (a
     stretch that two views support carries the smooth fit across one view's dropped observations); the
     face's landmarks not where ``face_off_anchor (M,)`` (``eyes_off_anchor`` at ``cfg.max_face_anchor_m``),
-    and in every valid frame of ``face_on_aria (M,)`` (``face_at_aria``: the fitted head where the Aria
-    puts it and turned as the Aria is), whatever the views."""
+    and, with ``cfg.face_from_aria``, in every valid frame of ``head_held (M,)`` (``head_held_by_aria``:
+    the fitted head where the Aria puts it and turned as the Aria is), whatever the views: the Aria fixes
+    the head's pose there, and with it the face."""
     size = 2 * int(round(cfg.support_window_s * fps / 2)) + 1
     steady = median_filter(support, size=(size, 1), mode="nearest") if len(support) else support
     trusted = valid[:, None] & (np.maximum(steady, support) >= cfg.trust_views)
     face = list(COCO17_FACE)
     if face_off_anchor is not None:
         trusted[:, face] &= ~np.asarray(face_off_anchor, dtype=bool)[:, None]
-    if face_on_aria is not None:
-        trusted[:, face] |= (valid & np.asarray(face_on_aria, dtype=bool))[:, None]
+    if head_held is not None and cfg.face_from_aria:
+        trusted[:, face] |= (valid & np.asarray(head_held, dtype=bool))[:, None]
     return trusted
-
-
-def face_at_aria(eye_anchor_m: np.ndarray, head_turn_m: np.ndarray, cfg: TrustConfig) -> np.ndarray:
-    """``(M,)`` bool: the frames of ``head_held_by_aria`` (same arguments), none without
-    ``cfg.face_from_aria``: the Aria fixes the head's pose there, and with it the face (``joint_trusted``)."""
-    return head_held_by_aria(eye_anchor_m, head_turn_m, cfg) & cfg.face_from_aria
 
 
 def head_held_by_aria(eye_anchor_m: np.ndarray, head_turn_m: np.ndarray, cfg: TrustConfig) -> np.ndarray:
@@ -205,16 +200,14 @@ def aria_held_gaps(valid: np.ndarray, held: np.ndarray, positions: np.ndarray, f
     gaps = gaps[(gaps[:, 1] - gaps[:, 0]) / fps <= cfg.max_aria_gap_s]
     if not len(gaps):
         return valid
-    unheld = np.r_[0, np.cumsum(~np.asarray(held, dtype=bool))]
-    gaps = gaps[unheld[gaps[:, 1]] == unheld[gaps[:, 0]]]  # held in every frame of the gap
-    if not len(gaps):
-        return valid
-    lengths = gaps[:, 1] - gaps[:, 0] + 1  # the gap's frames and the valid frame after it
-    starts = np.r_[0, lengths.cumsum()[:-1]]
-    frames = np.repeat(gaps[:, 0] - starts, lengths) + np.arange(lengths.sum())
-    travel = np.linalg.norm(positions[frames] - positions[np.repeat(gaps[:, 0] - 1, lengths)], axis=-1)
-    still = _at_most(np.maximum.reduceat(travel, starts), cfg.max_aria_gap_travel_m)
-    return valid | _covered(gaps[still], len(valid))
+    last_valid = np.maximum.accumulate(np.where(valid, np.arange(len(valid)), 0))  # the frame before a gap
+    strays = ~np.asarray(held, dtype=bool) | ~_at_most(
+        np.linalg.norm(positions - positions[last_valid], axis=-1), cfg.max_aria_gap_travel_m
+    )  # (M,) in a gap: not held, or the pelvis too far from where it was before
+    n_strays = np.r_[0, np.cumsum(strays)]
+    after = np.linalg.norm(positions[gaps[:, 1]] - positions[gaps[:, 0] - 1], axis=-1)  # the frame after it
+    bridged = (n_strays[gaps[:, 1]] == n_strays[gaps[:, 0]]) & _at_most(after, cfg.max_aria_gap_travel_m)
+    return valid | _covered(gaps[bridged], len(valid))
 
 
 def eye_anchor_distance(joints: np.ndarray, cpf: np.ndarray, names) -> np.ndarray:

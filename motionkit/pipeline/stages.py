@@ -34,7 +34,6 @@ from motionkit.body.quality import (
     dropped_views,
     eye_anchor_distance,
     eyes_off_anchor,
-    face_at_aria,
     head_held_by_aria,
     joint_trusted,
     observation_support,
@@ -358,7 +357,8 @@ def stage_fit(ctx: StageContext) -> None:
     valid = valid & ~eyes_off_anchor(eye_anchor_m, trust.max_eye_anchor_m)
     rows = coco_rows(body)
     head_turn_m = head_turn_residual(out.joints, rows, r["aria/rotation_at_sample"])  # (M,) the face vs the Aria's turn
-    valid = aria_held_gaps(valid, head_held_by_aria(eye_anchor_m, head_turn_m, trust), out.joints[:, 0], fps, trust)
+    held = head_held_by_aria(eye_anchor_m, head_turn_m, trust)  # (M,) the head where the Aria puts and turns it
+    valid = aria_held_gaps(valid, held, out.joints[:, 0], fps, trust)
     J = out.joints.copy()
     J[~valid] = np.nan
     nanv = np.where(valid[:, None], 1.0, np.nan)
@@ -376,8 +376,7 @@ def stage_fit(ctx: StageContext) -> None:
     r.arrays["time_s"] = r["grid/time_s"]
     r.arrays["valid"] = valid
     face_off = eyes_off_anchor(eye_anchor_m, trust.max_face_anchor_m)  # a head turned wrong
-    face_on = face_at_aria(eye_anchor_m, head_turn_m, trust)
-    trusted = joint_trusted(support.joint, valid, fps, trust, face_off, face_on)
+    trusted = joint_trusted(support.joint, valid, fps, trust, face_off, held)
     r.put("flags", quality_flags(out.joints, valid, n_views, fps, eye_anchor_m, out.reproj_px, trusted,
                                  trust.max_eye_anchor_m))  # fmt: skip
     views_dropped = int(dropped_views(inp.weights, out.obs_weight).sum())

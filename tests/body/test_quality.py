@@ -7,7 +7,6 @@ from motionkit.body.quality import (
     dropped_views,
     eye_anchor_distance,
     eyes_off_anchor,
-    face_at_aria,
     flag_shares,
     head_held_by_aria,
     joint_trusted,
@@ -60,13 +59,12 @@ def test_flags_follow_their_rules():
     assert not f["FAST_JOINT"].any() and not f["HIGH_ACCEL"][5:75].any()
 
 
-def test_the_face_is_at_the_aria_where_the_eyes_are_near_its_anchor_and_it_turns_as_the_aria_does():
-    eyes = np.array([0.02, 0.10, 0.1001, np.nan, 0.05, 0.05, 0.05])  # metres from the anchor
-    turn = np.array([0.01, 0.01, 0.01, 0.01, 0.05, 0.0501, np.nan])  # head_turn_residual (metres)
-    np.testing.assert_array_equal(face_at_aria(eyes, turn, TrustConfig()), [1, 1, 0, 0, 1, 0, 0])
+def test_the_aria_holds_the_head_where_the_eyes_are_near_its_anchor_and_it_turns_as_the_aria_does():
+    eyes = np.array([0.02, 0.10, 0.1001, np.nan, 0.05, 0.05, 0.05, 0.09, 0.11, 0.02])  # metres from the anchor
+    turn = np.array([0.01, 0.01, 0.01, 0.01, 0.05, 0.0501, np.nan, 0.05, 0.01, 0.06])  # head_turn_residual (m)
+    np.testing.assert_array_equal(head_held_by_aria(eyes, turn, TrustConfig()), [1, 1, 0, 0, 1, 0, 0, 1, 0, 0])
     looser = TrustConfig(max_face_anchor_m=0.2, max_face_turn_m=0.1)
-    np.testing.assert_array_equal(face_at_aria(eyes, turn, looser), [1, 1, 1, 0, 1, 1, 0])
-    assert not face_at_aria(eyes, turn, TrustConfig(face_from_aria=False)).any()  # the option off: no frame
+    np.testing.assert_array_equal(head_held_by_aria(eyes, turn, looser), [1, 1, 1, 0, 1, 1, 0, 1, 1, 1])
 
 
 def test_valid_frames_bridge_short_gaps_only():
@@ -116,13 +114,6 @@ def test_a_gap_the_aria_holds_is_bridged_where_the_body_stays_in_place():
     np.testing.assert_array_equal(aria_held_gaps(valid, held, pos, fps, TrustConfig(max_aria_gap_s=0.0)), valid)
     assert aria_held_gaps(valid, held, pos, fps, TrustConfig(max_aria_gap_s=2.5)).sum() == v.sum() + 50
     assert not aria_held_gaps(valid, held, np.full_like(pos, np.nan), fps, cfg)[11:31].any()  # unknown: not bridged
-
-
-def test_the_head_is_held_by_the_aria_within_both_limits():
-    cfg = TrustConfig(max_face_anchor_m=0.10, max_face_turn_m=0.05)
-    eyes = np.array([0.02, 0.09, 0.11, 0.02, np.nan, 0.02])
-    turn = np.array([0.01, 0.05, 0.01, 0.06, 0.01, np.nan])
-    np.testing.assert_array_equal(head_held_by_aria(eyes, turn, cfg), [True, True, False, False, False, False])
 
 
 def test_a_lone_frame_of_two_views_does_not_bridge_a_stretch_of_one():
@@ -226,6 +217,8 @@ def test_a_joint_is_trusted_where_two_views_support_it_in_the_frame_or_steadily(
     views = joint_trusted(support, valid, fps, cfg, turned)
     assert not views[20:25, :5].any()  # without the Aria: the views' rule
     np.testing.assert_array_equal(aria[:, 5:], views[:, 5:])  # the body's trust does not change
+    off = joint_trusted(support, valid, fps, TrustConfig(support_window_s=0.25, face_from_aria=False), turned, at_aria)
+    np.testing.assert_array_equal(off, views)  # the option off: the Aria adds no frame
     f = quality_flags(_body(M, fps, np.ones(M)), valid, np.full(M, 3), fps, np.zeros(M),
                       trusted=np.where(np.arange(M)[:, None] < 20, t, t & (np.arange(17) < 8)))  # fmt: skip
     np.testing.assert_array_equal(np.flatnonzero(f["OCCLUDED"]), np.arange(20, 50))  # 3 of 12 body landmarks
