@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 WORLD = "egoexo4d_zup"
+WORLD_UP_AXIS = 2  # the world's height coordinate (+z up)
 TAKE_FPS = 30.0  # frame-aligned videos and annotation keys live on this grid
 DEFAULT_FIT_FPS = 20.0
 
@@ -45,6 +46,7 @@ COCO17_OKS_SIGMAS = np.array([0.26, 0.25, 0.25, 0.35, 0.35, 0.79, 0.79, 0.72, 0.
                               0.87, 0.89, 0.89]) / 10.0  # fmt: skip
 COCO17_FACE = (0, 1, 2, 3, 4)
 COCO17_BODY = tuple(range(5, 17))  # shoulders .. ankles: the landmarks that are not on the face
+COCO17_ANKLES = (15, 16)  # the lowest landmarks: the fit keeps them above the floor (``objective.floor_penalty``)
 # the landmarks by part of the body, for summaries of what a fit trusts
 COCO17_PARTS: dict[str, tuple[int, ...]] = {"torso": (5, 6, 11, 12), "arms": (7, 8, 9, 10), "legs": (13, 14, 15, 16),
                                             "face": COCO17_FACE}  # fmt: skip

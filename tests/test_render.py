@@ -80,11 +80,11 @@ def test_rendered_body_overlaps_the_true_wearer(fitted_with_videos):
             a, b = silhouette(fit_cam, mesh.vertices(m), mesh.faces), silhouette(true_cam, true_verts[m], mesh.faces)
             if b.sum() > 200:  # the wearer in view
                 iou.append((a & b).sum() / (a | b).sum())
-        # measured: mean 0.86-0.88 per camera, min 0.78 (cam02's first sampled frame, the take's first:
-        # 0.783; 0.799 before the association measured each face keypoint against its own place, which
-        # changes the views' weights) on a clean 2-s take; the fitted girth, which keypoints do not see,
-        # is what limits it
-        assert len(iou) >= 3 and np.mean(iou) >= 0.84 and min(iou) >= 0.77, (cam.name, np.round(iou, 3))
+        # measured: mean 0.839-0.868 per camera, min 0.796 (cam03) on a clean 2-s take (0.846-0.873 and
+        # 0.808 before v0.20.0's ankles' floor: the term meets the first steps of each second pass round,
+        # where a fresh Adam drops the whole body by up to 0.2 m, and moves this take's fit by 0.1 mm of
+        # PA-MPJPE); the fitted girth, which keypoints do not see, is what limits it
+        assert len(iou) >= 3 and np.mean(iou) >= 0.83 and min(iou) >= 0.77, (cam.name, np.round(iou, 3))
 
 
 def _wearer_pixels(img: np.ndarray, tol: int = 45) -> np.ndarray:

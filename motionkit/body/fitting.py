@@ -31,6 +31,8 @@ from motionkit.body.objective import (
     JOINT_LIMITS,
     PRIOR_TERMS,
     HeadRows,
+    ankle_floor,
+    floor_penalty,
     head_motion_index,
     head_motion_pairs,
     head_turn_index,
@@ -40,6 +42,7 @@ from motionkit.body.objective import (
 from motionkit.body.optim import lr_schedule, run_iterations
 from motionkit.common.device import resolve_device
 from motionkit.conventions import (
+    COCO17_ANKLES,
     COCO17_BODY,
     COCO17_FLIP,
     COCO17_LIMB_LR_PAIRS,
@@ -108,6 +111,12 @@ class BodyFitConfig:
     # taken from stage C's body, whose shape and landmarks set their lengths; no effect without second pass
     # rounds) ...
     head_turn_sigma_m: float = 0.05  # ... robust beyond this (m)
+    w_floor: float = 0.1  # in the second pass rounds, ankles below the take's floor (``objective.floor_penalty``:
+    # the ``floor_quantile`` of the heights of the ankles that two views keep after the round's drop, less
+    # ``floor_margin_m``; 0: off) ...
+    floor_quantile: float = 0.02
+    floor_margin_m: float = 0.03
+    floor_sigma_m: float = 0.05  # ... robust beyond this depth below it (m)
     w_landmark: float = 1e-3  # prior on the take's landmark offsets (stage C; 0: joint centres, no offsets)
     landmark_sigma_m: float = 0.1  # ... sum of (offset / sigma)^2
     sigma_3d_m: float = 0.1
@@ -328,7 +337,9 @@ class ProblemBatch:
     the Aria's orientation ``head_rotation (P, M, 3, 3)`` (NaN where unknown and on padding), and the
     head-turn term's ``turn_index`` (``HeadRows``, M * 3 vectors), ``turn_target (P, M * 3, 3)`` and
     ``turn_weight (P, M * 3)``
-    (``objective.head_turn_targets``: zero weight until ``set_head_turn`` at the end of stage C).
+    (``objective.head_turn_targets``: zero weight until ``set_head_turn`` at the end of stage C); the
+    ankles' floor ``floor (P,)`` and its weights ``floor_weight (P, M, 2)`` (``set_floor``, before each
+    second pass round; ``-inf``, no floor, until then) and the body's output rows of the ankles ``ankles``.
     """
 
     frames: list[int]
@@ -355,17 +366,23 @@ class ProblemBatch:
     turn_index: HeadRows
     turn_target: torch.Tensor = field(init=False)
     turn_weight: torch.Tensor = field(init=False)
+    floor: torch.Tensor = field(init=False)  # (P,) the ankles' floor (``set_floor``; -inf: none)
+    floor_weight: torch.Tensor = field(init=False)  # (P, M, 2) its weights: 1 where a view observes the ankle
     # made once, not per iteration: 1 - w1, the problem index (P, 1), a zero term (P, 1)
     w0: torch.Tensor = field(init=False)
     problem: torch.Tensor = field(init=False)
+    ankles: torch.Tensor = field(init=False)  # (2,) the body's output rows of the ankles
     zero_term: torch.Tensor = field(init=False)
 
     def __post_init__(self) -> None:
         self.w0 = 1 - self.w1
         self.problem = torch.arange(self.kp.shape[0], device=self.kp.device)[:, None]
+        self.ankles = self.coco[list(COCO17_ANKLES)]
         self.zero_term = self.kp.new_zeros(self.kp.shape[0], 1)
         self.turn_target = self.kp.new_zeros(self.P, len(self.turn_index), 3)
         self.turn_weight = self.kp.new_zeros(self.P, len(self.turn_index))
+        self.floor = self.kp.new_full((self.P,), float("-inf"))
+        self.floor_weight = self.kp.new_zeros(self.P, self.M, len(COCO17_ANKLES))
 
     @property
     def P(self) -> int:
@@ -527,7 +544,8 @@ def posed_joints(ops: ModuleType, body: BodyModel, v: FitVariables, r: torch.Ten
 
 def term_names(v: FitVariables) -> tuple[str, ...]:
     """The objective's terms, in the order of ``stage_terms``'s columns."""
-    return ("rep",) + PRIOR_TERMS + ("shape", "head", "head_turn") + (("landmarks",) if v.learn_landmarks else ())
+    names = ("rep",) + PRIOR_TERMS + ("shape", "head", "head_turn", "floor")
+    return names + (("landmarks",) if v.learn_landmarks else ())
 
 
 def stage_weights(cfg: BodyFitConfig, stage: int, v: FitVariables, n_frames: int) -> dict[str, float]:
@@ -540,7 +558,7 @@ def stage_weights(cfg: BodyFitConfig, stage: int, v: FitVariables, n_frames: int
     if stage >= 1:
         w["rep"], w["pose"], w["limits"], w["head"] = cfg.w_rep, cfg.w_pose, cfg.w_limits, cfg.w_head
     if stage >= 2:  # the head's turn from the Aria: its targets weigh nothing before ``set_head_turn``
-        w["head_turn"] = cfg.w_head_turn
+        w["head_turn"], w["floor"] = cfg.w_head_turn, cfg.w_floor
     if stage >= 2 and v.learn_betas:
         w["shape"] = cfg.w_shape
     if stage >= 2 and v.learn_landmarks:
@@ -552,8 +570,8 @@ def stage_terms(ops: ModuleType, body: BodyModel, batch: ProblemBatch, v: FitVar
                 stage: int, tri_w: torch.Tensor, partner: torch.Tensor) -> torch.Tensor:  # fmt: skip
     """``(P, len(term_names))`` unweighted terms of stage ``stage``: the reprojection (stages B and C, with
     the interchangeable pairs ``partner``), the prior terms (3D agreement with weights ``tri_w``), the
-    shape L2, the Aria head terms (its motion, weighted from stage B; its turn, computed in stage C only)
-    and the landmarks' prior."""
+    shape L2, the Aria head terms (its motion, weighted from stage B; its turn, computed in stage C only),
+    the ankles' floor (stage C, once ``set_floor`` has found one) and the landmarks' prior."""
     r, tr = pose_sequence(ops, v)
     J = posed_joints(ops, body, v, r, tr, stage)
     if stage >= 1:
@@ -568,7 +586,11 @@ def stage_terms(ops: ModuleType, body: BodyModel, batch: ProblemBatch, v: FitVar
         turn = ops.head_motion(J, batch.turn_index, batch.turn_target, batch.turn_weight, cfg.head_turn_sigma_m)
     else:
         turn = batch.zero_term
-    terms = [rep[:, None], pri, (v.betas**2).sum(-1, keepdim=True), head, turn]
+    if stage >= 2 and cfg.w_floor:  # the ankles' floor: none before the second pass rounds (``set_floor``)
+        floor = floor_penalty(J[:, :, batch.ankles], batch.floor, batch.floor_weight, cfg.floor_sigma_m)
+    else:
+        floor = batch.zero_term
+    terms = [rep[:, None], pri, (v.betas**2).sum(-1, keepdim=True), head, turn, floor]
     if v.learn_landmarks:
         if stage >= 2:
             terms.append((v.landmarks**2).sum((1, 2))[:, None] / cfg.landmark_sigma_m**2)
@@ -718,9 +740,11 @@ def fit_batch(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig | Non
     n_dropped = torch.zeros(batch.P, dtype=torch.int64, device=dev)
     for k in range(cfg.second_pass_rounds if cfg.second_pass_px and cfg.second_pass_iters else 0):
         with torch.no_grad():  # drop what disagrees with the fitted body, re-run stage C
-            drop = second_pass_drop(body_projection(ops, body, batch, v)[0], batch.kp, batch.wt, cfg)
+            uv, J = body_projection(ops, body, batch, v)
+            drop = second_pass_drop(uv, batch.kp, batch.wt, cfg)
             n_dropped = n_dropped + drop.sum((1, 2, 3))
             batch.wt = torch.where(drop, torch.zeros_like(batch.wt), batch.wt)
+            set_floor(batch, J, cfg)  # from what the drop kept: the ankles stay above the well-seen ones' floor
         history["second_pass" + (f"_{k + 1}" if k else "")] = run(2, cfg.second_pass_iters)
     return unpack(ops, body, batch, v, inputs, history, n_dropped)
 
@@ -733,6 +757,15 @@ def set_head_turn(ops: ModuleType, body: BodyModel, batch: ProblemBatch, v: FitV
         target, weight = head_turn_targets(J, batch.turn_index, batch.head_rotation)
         batch.turn_target.copy_(target)
         batch.turn_weight.copy_(weight)
+
+
+def set_floor(batch: ProblemBatch, J: torch.Tensor, cfg: BodyFitConfig) -> None:
+    """The ankles' floor (``objective.ankle_floor``) of the current body ``J (P, M, 55 + K, 3)`` from the
+    ankles that two or more views keep an observation of, in place: before each second pass round, after
+    its drop (before it, a hidden ankle may still keep a second view's wrong keypoint)."""
+    views = (batch.wt[..., list(COCO17_ANKLES)] > 0).sum(2)  # (P, M, 2) views keeping an observation
+    batch.floor.copy_(ankle_floor(J[:, :, batch.ankles], views >= 2, cfg.floor_quantile, cfg.floor_margin_m))
+    batch.floor_weight.copy_(views >= 1)
 
 
 def unpack(ops: ModuleType, body: BodyModel, batch: ProblemBatch, v: FitVariables, inputs: list[FitInputs],

@@ -1,6 +1,8 @@
 """The fit's objective terms, torch reference (docs/pipeline.md, "fit"): the robust KB3 reprojection, the
-joint limits and the prior terms. ``motionkit.kernels.ops`` holds the fused twins with the same
-arguments, tested for parity; ``body.ops_torch`` and ``body.ops_fused`` serve them to the fit.
+joint limits, the prior terms, the Aria head terms and the ankles' floor. ``motionkit.kernels.ops`` holds
+the fused twins with the same arguments, tested for parity; ``body.ops_torch`` and ``body.ops_fused``
+serve them to the fit. The floor (``ankle_floor``, ``floor_penalty``: two ankles per frame) has no fused
+twin; the fit calls it the same way on both backends.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import numpy as np
 import torch
 
 from motionkit.body.multiscale import reads_by_entry
-from motionkit.conventions import SMPLX_JOINT_LIMITS
+from motionkit.conventions import SMPLX_JOINT_LIMITS, WORLD_UP_AXIS
 from motionkit.geometry.camera import rig_to_camera_torch
 from motionkit.geometry.fisheye import kb3_project_torch
 from motionkit.geometry.robust import gmof
@@ -206,6 +208,32 @@ def head_turn_residual(joints: np.ndarray, coco: np.ndarray, rotation: np.ndarra
     target, weight = head_turn_targets(J, rows, torch.as_tensor(np.asarray(rotation), dtype=torch.float64)[None])
     off = (target[0] - head_row_vectors(J, rows.index)[0]).norm(dim=-1).view(M, 3).amax(-1)
     return torch.where(weight.view(M, 3)[:, 0] > 0, off, float("nan")).numpy()
+
+
+# ------------------------------------------------------------------------------------------------ floor
+def ankle_floor(ankles: torch.Tensor, seen: torch.Tensor, quantile: float, margin_m: float,
+                min_samples: int = 20) -> torch.Tensor:  # fmt: skip
+    """``(P,)`` world height (m, +z up) below which no fitted ankle should go: the ``quantile`` of the
+    heights of the ankles ``ankles (P, M, A, 3)`` (world metres) where ``seen (P, M, A)`` (the fit: two or
+    more views keep an observation of the ankle), less ``margin_m``. An ankle's height hardly varies while
+    the feet stand, kneel or sit on a floor, so an ankle the fit placed lower than the well-seen ones ever
+    go is one it pushed along a single camera's ray (a hidden leg). ``-inf`` for problems with fewer than
+    ``min_samples`` seen ankles (no floor)."""
+    z = torch.where(seen, ankles[..., WORLD_UP_AXIS], float("nan")).flatten(1)
+    floor = z.nanquantile(quantile, dim=1) - margin_m
+    enough = seen.flatten(1).sum(1) >= min_samples
+    return torch.where(enough & floor.isfinite(), floor, float("-inf"))
+
+
+def floor_penalty(ankles: torch.Tensor, floor: torch.Tensor, weight: torch.Tensor, sigma_m: float) -> torch.Tensor:
+    """``(P, 1)``: how far the ankles ``(P, M, A, 3)`` (world metres) lie below the floor ``(P,)`` (from
+    ``ankle_floor``; ``-inf``: none), ``sum w GMoF(relu(floor - z); sigma_m) / max(sum w, 1)`` with
+    weights ``weight (P, M, A)`` (``/ sigma_m^2``: each ankle costs at most 1, so that a floor wrong by
+    decimetres pushes little). The fit weighs the ankles that some view observes: a leg that no camera
+    sees has nothing that would pull it back down after a push."""
+    below2 = torch.relu(floor[:, None, None] - ankles[..., WORLD_UP_AXIS]).nan_to_num(0.0) ** 2  # (P, M, A)
+    per = below2 / (sigma_m * sigma_m + below2) * weight
+    return (per.sum((1, 2)) / weight.sum((1, 2)).clamp_min(1))[:, None]
 
 
 PRIOR_TERMS = ("3d", "smooth", "orient", "pose", "limits")

@@ -1,4 +1,5 @@
-"""The fit's objective terms (torch reference): joint limits and the robust reprojection."""
+"""The fit's objective terms (torch reference): joint limits, the robust reprojection, the Aria head terms
+and the ankles' floor."""
 
 import numpy as np
 import pytest
@@ -12,6 +13,8 @@ from motionkit.body.fitting import (
 from motionkit.body.model import BodyModel
 from motionkit.body.objective import (
     HeadRows,
+    ankle_floor,
+    floor_penalty,
     head_motion,
     head_motion_index,
     head_motion_pairs,
@@ -162,3 +165,47 @@ def test_head_turn_residual_is_how_far_the_face_is_turned_from_the_glasses():
     want = np.linalg.norm(vectors @ flip.T - vectors, axis=-1).max()
     np.testing.assert_allclose(res[turned], want, rtol=1e-9)
     assert np.isnan(res[3]) and np.nanmax(res[~turned]) < 1e-12 and want > 0.02
+
+
+def test_ankle_floor_lies_below_the_ankles_two_views_see():
+    """The floor is the quantile of the heights of the ankles two views see, less the margin, in world
+    heights (+z up); ankles no second view confirms (a hidden leg pushed down a camera ray) do not pull
+    it down; a problem with too few seen ankles has none (-inf)."""
+    M = 100
+    rng = np.random.default_rng(3)
+    z = -1.1 + rng.uniform(0.10, 0.20, (2, M, 2))  # a floor at -1.1 m, ankles 10-20 cm above it
+    z[0, :15, 1] = -1.1 + 0.02  # a hidden ankle fitted 2 cm above the floor, one view only
+    seen = np.ones((2, M, 2), bool)
+    seen[0, :15, 1] = False
+    seen[1] = False
+    seen[1, :10, 0] = True  # ten seen ankles: too few
+    ankles = torch.as_tensor(np.stack([np.zeros_like(z), np.zeros_like(z), z], -1))
+    floor = ankle_floor(ankles, torch.as_tensor(seen), quantile=0.02, margin_m=0.03, min_samples=20)
+    assert floor[0].item() == pytest.approx(np.quantile(z[0][seen[0]], 0.02) - 0.03, abs=1e-12)
+    assert -1.1 + 0.07 < floor[0].item() < -1.1 + 0.08  # 10 cm above the floor at the 2 %, less 3 cm
+    assert floor[1].item() == float("-inf")
+
+
+def test_floor_penalty_robustly_lifts_what_lies_below():
+    """Ankles on or above the floor cost nothing and get no gradient; one ``d`` below costs
+    ``d^2 / (sigma^2 + d^2)``, averaged over the weighted ankles (an unweighted one, a leg no view
+    observes or a padded frame, costs nothing however low); descent lifts it; a problem without a floor
+    costs nothing."""
+    sigma, M = 0.05, 10
+    z = np.full((2, M, 2), 0.15)
+    z[0, 3, 1], z[0, 7, 0] = 0.02, 0.08  # 8 cm and 2 cm below a floor at 0.10
+    z[0, 9] = z[0, 5, 0] = -1.0  # far below, unweighted: not counted
+    weight = np.ones((2, M, 2))
+    weight[0, 9] = weight[0, 5, 0] = 0
+    ankles = torch.as_tensor(np.stack([np.zeros_like(z), np.zeros_like(z), z], -1)).requires_grad_(True)
+    floor = torch.tensor([0.10, float("-inf")], dtype=torch.float64)
+    cost = floor_penalty(ankles, floor, torch.as_tensor(weight), sigma)
+    expected = sum(d * d / (sigma**2 + d * d) for d in (0.08, 0.02)) / weight[0].sum()
+    assert cost.shape == (2, 1)
+    assert cost[0, 0].item() == pytest.approx(expected, rel=1e-12) and cost[1, 0].item() == 0.0
+    cost.sum().backward()
+    grad = ankles.grad[..., 2]
+    assert grad[0, 3, 1] < 0 and grad[0, 7, 0] < 0  # descent raises them
+    below = torch.zeros_like(grad, dtype=torch.bool)
+    below[0, 3, 1] = below[0, 7, 0] = True
+    assert (grad[~below] == 0).all() and (ankles.grad[..., :2] == 0).all()
