@@ -116,6 +116,7 @@ class BodyFitConfig:
     # ``floor_margin_m``; 0: off) ...
     floor_quantile: float = 0.02
     floor_margin_m: float = 0.03
+    floor_min_ankles: int = 20  # ... no floor where fewer ankles are seen by two views
     floor_sigma_m: float = 0.05  # ... robust beyond this depth below it (m)
     w_landmark: float = 1e-3  # prior on the take's landmark offsets (stage C; 0: joint centres, no offsets)
     landmark_sigma_m: float = 0.1  # ... sum of (offset / sigma)^2
@@ -764,7 +765,8 @@ def set_floor(batch: ProblemBatch, J: torch.Tensor, cfg: BodyFitConfig) -> None:
     ankles that two or more views keep an observation of, in place: before each second pass round, after
     its drop (before it, a hidden ankle may still keep a second view's wrong keypoint)."""
     views = (batch.wt[..., list(COCO17_ANKLES)] > 0).sum(2)  # (P, M, 2) views keeping an observation
-    batch.floor.copy_(ankle_floor(J[:, :, batch.ankles], views >= 2, cfg.floor_quantile, cfg.floor_margin_m))
+    floor = ankle_floor(J[:, :, batch.ankles], views >= 2, cfg.floor_quantile, cfg.floor_margin_m, cfg.floor_min_ankles)
+    batch.floor.copy_(floor)
     batch.floor_weight.copy_(views >= 1)
 
 
