@@ -212,7 +212,7 @@ def head_turn_residual(joints: np.ndarray, coco: np.ndarray, rotation: np.ndarra
 
 # ------------------------------------------------------------------------------------------------ floor
 def ankle_floor(ankles: torch.Tensor, seen: torch.Tensor, quantile: float, margin_m: float,
-                min_samples: int = 20) -> torch.Tensor:  # fmt: skip
+                min_samples: int) -> torch.Tensor:  # fmt: skip
     """``(P,)`` world height (m, +z up) below which no fitted ankle should go: the ``quantile`` of the
     heights of the ankles ``ankles (P, M, A, 3)`` (world metres) where ``seen (P, M, A)`` (the fit: two or
     more views keep an observation of the ankle), less ``margin_m``. An ankle's height hardly varies while
@@ -231,7 +231,7 @@ def floor_penalty(ankles: torch.Tensor, floor: torch.Tensor, weight: torch.Tenso
     weights ``weight (P, M, A)`` (``/ sigma_m^2``: each ankle costs at most 1, so that a floor wrong by
     decimetres pushes little). The fit weighs the ankles that some view observes: a leg that no camera
     sees has nothing that would pull it back down after a push."""
-    below2 = torch.relu(floor[:, None, None] - ankles[..., WORLD_UP_AXIS]).nan_to_num(0.0) ** 2  # (P, M, A)
+    below2 = torch.relu(floor[:, None, None] - ankles[..., WORLD_UP_AXIS]) ** 2  # (P, M, A)
     per = below2 / (sigma_m * sigma_m + below2) * weight
     return (per.sum((1, 2)) / weight.sum((1, 2)).clamp_min(1))[:, None]
 

@@ -99,8 +99,7 @@ def test_the_floor_keeps_a_hidden_leg_from_sinking_down_a_camera_ray(tmp_path):
     with h5py.File(root / "gt" / f"{uid}.h5") as f:
         floor = float(f.attrs["floor_z"])
     results = {}
-    for name, w in (("on", 1.0), ("off", 0.0)):
-        cfg = with_leaf(PipelineConfig(), "body_fit.w_floor", w)
+    for name, cfg in (("on", PipelineConfig()), ("off", with_leaf(PipelineConfig(), "body_fit.w_floor", 0.0))):
         results[name] = run_fit(root, uid, tmp_path / name, cfg, progress=False, plot=False).result
     lowest, worst = {}, {}
     for name, r in results.items():
