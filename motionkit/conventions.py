@@ -50,6 +50,7 @@ COCO17_ANKLES = (15, 16)  # the lowest landmarks: the fit keeps them above the f
 # the landmarks by part of the body, for summaries of what a fit trusts
 COCO17_PARTS: dict[str, tuple[int, ...]] = {"torso": (5, 6, 11, 12), "arms": (7, 8, 9, 10), "legs": (13, 14, 15, 16),
                                             "face": COCO17_FACE}  # fmt: skip
+COCO17_LIMB_LANDMARKS = COCO17_PARTS["arms"] + COCO17_PARTS["legs"]  # elbows, wrists, knees, ankles
 # limbs used for drawing; the first 12 (arms, legs, shoulders, hips, sides) for the shape initialisation
 COCO17_LIMBS: tuple[tuple[int, int], ...] = (
     (5, 7), (7, 9), (6, 8), (8, 10), (11, 13), (13, 15), (12, 14), (14, 16),

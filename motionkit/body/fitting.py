@@ -91,6 +91,9 @@ class BodyFitConfig:
     lr_final: float = 0.02  # each stage ends at this fraction of lr (half cosine) ...
     lr_decay_from: float = 0.3  # ... starting at this fraction of its iterations (converged ends: fits
     # that differ by float rounding agree to ~0.5 mm instead of ~2 mm, and are as accurate or better)
+    adam_eps: float = 1e-8  # Adam's denominator floor (torch's default): a parameter whose gradient is far
+    # below it moves in proportion to its gradient, above it by about one learning rate in its sign's
+    # direction (docs/pipeline.md, "Adam's floor": 1e-5 measured, not the default yet)
     sigma_px: float = 100.0
     w_rep: float = 1.0
     rep_reference_px: float = 640.0  # per problem, the reprojection term is scaled up by (this / the wearer's
@@ -607,7 +610,7 @@ def optimise_stage(ops: ModuleType, body: BodyModel, batch: ProblemBatch, v: Fit
     (the terms with weight only)."""
     dev, dt = batch.kp.device, batch.kp.dtype
     graphs = ops.CUDA_GRAPHS and cfg.cuda_graphs and dev.type == "cuda"
-    opt = ops.adam(v.stage_parameters(stage), cfg.lr, capturable=graphs)
+    opt = ops.adam(v.stage_parameters(stage), cfg.lr, cfg.adam_eps, capturable=graphs)
     names = term_names(v)
     by_name = stage_weights(cfg, stage, v, batch.M)
     weights = torch.tensor([by_name[n] for n in names], dtype=dt, device=dev).repeat(batch.P, 1)  # (P, terms)

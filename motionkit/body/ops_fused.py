@@ -31,10 +31,10 @@ def knot_sequence(params: torch.Tensor, basis: KnotBasis, weight: torch.Tensor |
     return kernel_ops.knot_sequence(params, basis, weight)
 
 
-def adam(params: list[torch.Tensor], lr: float, capturable: bool = False) -> kernel_ops.KernelAdam:
+def adam(params: list[torch.Tensor], lr: float, eps: float, capturable: bool = False) -> kernel_ops.KernelAdam:
     """``KernelAdam``: one operator per parameter, capturable, every element updated by the same
-    arithmetic wherever it sits in its tensor."""
-    return kernel_ops.KernelAdam(params, lr)
+    arithmetic wherever it sits in its tensor; ``eps`` is added to the root of the second moment."""
+    return kernel_ops.KernelAdam(params, lr, eps=eps)
 
 
 rot6d_to_rotvec = kernel_ops.rot6d_to_rotvec

@@ -46,13 +46,14 @@ def knot_sequence(params: torch.Tensor, basis: KnotBasis, weight: torch.Tensor |
     return basis.sequence(params, weight)
 
 
-def adam(params: list[torch.Tensor], lr: float, capturable: bool = False):
-    """torch's multi-tensor (``foreach``) Adam. Never torch's fused single-kernel Adam: its CPU kernel
-    rounds an element differently depending on where it falls in the tensor (vector body or tail), so a
-    problem's result would depend on what else is in the batch."""
+def adam(params: list[torch.Tensor], lr: float, eps: float, capturable: bool = False):
+    """torch's multi-tensor (``foreach``) Adam; ``eps`` is added to the root of the second moment. Never
+    torch's fused single-kernel Adam: its CPU kernel rounds an element differently depending on where it
+    falls in the tensor (vector body or tail), so a problem's result would depend on what else is in the
+    batch."""
     if capturable:  # a CUDA graph reads the learning rate from device memory: a tensor updated in place
         lr = torch.tensor(lr, dtype=torch.float32, device=params[0].device)
-    return torch.optim.Adam(params, lr=lr, foreach=True, capturable=capturable)
+    return torch.optim.Adam(params, lr=lr, eps=eps, foreach=True, capturable=capturable)
 
 
 robust_reprojection = robust_reprojection

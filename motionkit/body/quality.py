@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.ndimage import convolve1d, maximum_filter1d, median_filter
 
-from motionkit.conventions import COCO17_BODY, COCO17_FACE, COCO17_PARTS, eye_midpoint
+from motionkit.conventions import COCO17_BODY, COCO17_FACE, COCO17_LIMB_LANDMARKS, COCO17_PARTS, eye_midpoint
 from motionkit.geometry.interpolation import valid_runs
 
 SMOOTHING_TAPS = np.array([0.05, 0.25, 0.4, 0.25, 0.05])
@@ -33,14 +33,17 @@ class TrustConfig:
     ``support_weight`` and the detector scored it at least ``support_confidence``: a keypoint scored
     lower is the detector's guess at a joint it does not see, which keeps its small weight in the fit
     but is no evidence that the view sees the joint. ``view_landmarks``: a view supports the frame with
-    at least this many supported landmarks (of 17). ``trust_views``: a joint of a valid frame is trusted when this many
-    views support it in that frame, or in the median over ``support_window_s`` (centred) of its
-    supporting views (the fit is smooth in time: one frame's dropped observation does not move the
-    joint). A frame is valid with two or more supporting views in a run at least ``min_seen_run_s``
-    long, or in a gap of at most ``max_gap_s`` between such runs across which the body moves at most
-    ``max_gap_travel_m`` (``valid_frames``: the fit is smooth through it; a runner is not); frames that
-    two views each see with ``seen_view_landmarks`` or more supported landmarks are valid too, in runs
-    as long, but bridge no gap. ``max_eye_anchor_m``: a frame whose fitted eyes lie farther than this
+    at least this many supported landmarks (of 17). ``trust_views``: a joint of a valid frame is trusted
+    when this many views support it in that frame, or in the median over ``support_window_s`` (centred)
+    of its supporting views (the fit is smooth in time: one frame's dropped observation does not move
+    the joint). ``limb_trust_views``: the views an elbow, wrist, knee or ankle needs instead, where that
+    is more (3: a precision mode for users who would rather lose a third of the limbs than trust two
+    views' worth of detector noise; docs/result_file.md, "Stricter trust"). A frame is valid with two or
+    more supporting views in a run at least ``min_seen_run_s`` long, or in a gap of at most
+    ``max_gap_s`` between such runs across which the body moves at most ``max_gap_travel_m``
+    (``valid_frames``: the fit is smooth through it; a runner is not); frames that two views each see
+    with ``seen_view_landmarks`` or more supported landmarks are valid too, in runs as long, but bridge
+    no gap. ``max_eye_anchor_m``: a frame whose fitted eyes lie farther than this
     from the Aria head anchor is not valid (``eyes_off_anchor``; the Aria knows where the wearer's head
     is). ``max_face_anchor_m``: where the fitted eyes lie farther than this from the anchor, the face's
     landmarks are not trusted (the body may be right while the head is turned wrong: the eyes sit 2-5 cm
@@ -59,6 +62,7 @@ class TrustConfig:
     support_confidence: float = 0.4
     view_landmarks: int = 8
     trust_views: int = 2
+    limb_trust_views: int = 2
     support_window_s: float = 0.5
     max_gap_s: float = 0.4
     min_seen_run_s: float = 0.1
@@ -117,21 +121,31 @@ def joint_trusted(support: np.ndarray, valid: np.ndarray, fps: float, cfg: Trust
                   face_off_anchor: np.ndarray | None = None,
                   head_held: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """``(M, 17)`` bool: the joint of a valid frame whose supporting views ``support (M, 17)`` number
-    ``cfg.trust_views`` or more in that frame, or in their median over ``cfg.support_window_s`` (a
-    stretch that two views support carries the smooth fit across one view's dropped observations); the
-    face's landmarks not where ``face_off_anchor (M,)`` (``eyes_off_anchor`` at ``cfg.max_face_anchor_m``),
-    and, with ``cfg.face_from_aria``, in every valid frame of ``head_held (M,)`` (``head_held_by_aria``:
-    the fitted head where the Aria puts it and turned as the Aria is), whatever the views: the Aria fixes
-    the head's pose there, and with it the face."""
+    ``cfg.trust_views`` or more (the limbs' ``cfg.limb_trust_views`` where that is more) in that frame,
+    or in their median over ``cfg.support_window_s`` (a stretch that two views support carries the
+    smooth fit across one view's dropped observations); the face's landmarks not where
+    ``face_off_anchor (M,)`` (``eyes_off_anchor`` at ``cfg.max_face_anchor_m``), and, with
+    ``cfg.face_from_aria``, in every valid frame of ``head_held (M,)`` (``head_held_by_aria``: the fitted
+    head where the Aria puts it and turned as the Aria is), whatever the views: the Aria fixes the
+    head's pose there, and with it the face."""
     size = 2 * int(round(cfg.support_window_s * fps / 2)) + 1
     steady = median_filter(support, size=(size, 1), mode="nearest") if len(support) else support
-    trusted = valid[:, None] & (np.maximum(steady, support) >= cfg.trust_views)
+    trusted = valid[:, None] & (np.maximum(steady, support) >= views_needed(cfg))
     face = list(COCO17_FACE)
     if face_off_anchor is not None:
         trusted[:, face] &= ~np.asarray(face_off_anchor, dtype=bool)[:, None]
     if head_held is not None and cfg.face_from_aria:
         trusted[:, face] |= (valid & np.asarray(head_held, dtype=bool))[:, None]
     return trusted
+
+
+def views_needed(cfg: TrustConfig) -> np.ndarray:
+    """``(17,)`` int: the supporting views each COCO landmark needs to be trusted (``joint_trusted``):
+    ``cfg.trust_views``, and for the limbs (elbows, wrists, knees, ankles) ``cfg.limb_trust_views`` where
+    that is more."""
+    need = np.full(17, cfg.trust_views)
+    need[list(COCO17_LIMB_LANDMARKS)] = max(cfg.trust_views, cfg.limb_trust_views)
+    return need
 
 
 def head_held_by_aria(eye_anchor_m: np.ndarray, head_turn_m: np.ndarray, cfg: TrustConfig) -> np.ndarray:

@@ -81,6 +81,10 @@ FIT_OPTIONS = [
     _fit_option("cross_view", "--cross-view/--no-cross-view",
                 help="Check each view's wearer against the wearer the other views triangulate: select it "
                      "where the SOMA rule found nobody, replace a selection that disagrees (CROSS_VIEW)."),
+    _fit_option("trust.limb_trust_views", "--limb-trust-views", type=click.IntRange(2, 6),
+                help="Supporting views an elbow, wrist, knee or ankle needs to be trusted (fit/joint_trusted). 3, a "
+                     "precision mode, trusts 5-76 % fewer limb landmarks and 45-100 % fewer of those more than "
+                     "50 mm off (scenario benchmarks; docs/result_file.md, 'Stricter trust')."),
     _fit_option("world_anchor.use_aria", "--aria-world/--calibration-world",
                 help="Move the fitted body (with the cameras it was fitted in) by one shift per take toward where "
                      "the Aria trajectory puts the head, as far as the cameras' distance makes their world "

@@ -511,7 +511,9 @@ def view_outliers(
     at least) is rejected: of all of them, those that are no inlier of a triangulated joint or lie more
     than ``max_residual_px`` from the best point of the others; or of its confident ones, those that are
     no inlier or lie farther than the limit from the point. It is one as well when the median residual
-    of its confident ``head_joints`` exceeds the limit. The limit is ``max_residual_px`` and, given the
+    of its confident ``head_joints`` exceeds the limit, leaving out the head joints that two views
+    observe and disagree on (no third view says which one is wrong: an ear that the wearer's view and a
+    bystander's both show would make both outliers). The limit is ``max_residual_px`` and, given the
     ``rig``, at most the pixels that ``view_outlier_offset_m`` spans at the head's distance from that
     camera (a person 0.3 m from the wearer is ~50 px away in a camera 10 m off, within any pixel
     threshold that near cameras need). Confident are the keypoints of ``view_outlier_confident_min`` or
@@ -535,12 +537,13 @@ def view_outliers(
     ok = (tri.status == OK)[:, None, :]
     off_all = has & ((ok & ~tri.inlier) | (~ok & (res > max_residual_px)))  # NaN compares False
     off_confident = confident & ((ok & ~tri.inlier) | (res > limit[..., None]))
+    undecided = ~ok & (has.sum(1, keepdims=True) == 2)  # (F, 1, J) two views that disagree: which is wrong?
     seen = (has.any(-1).sum(-1) >= cfg.view_outlier_min_views)[:, None]
     outlier = np.zeros(res.shape[:2], bool)
     for judged, off in ((has, off_all), (confident, off_confident)):
         n = judged.sum(-1)
         outlier |= seen & (n >= min_joints) & (off.sum(-1) >= cfg.view_outlier_share * n)
-    head = np.where(confident[..., list(head_joints)], res[..., list(head_joints)], np.nan)
+    head = np.where((confident & ~undecided)[..., list(head_joints)], res[..., list(head_joints)], np.nan)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # views without a head observation
         head_med = np.nanmedian(head, axis=-1)

@@ -14,9 +14,10 @@ from motionkit.body.quality import (
     quality_flags,
     trust_by_part,
     valid_frames,
+    views_needed,
     weighted_views,
 )
-from motionkit.conventions import COCO17_BODY
+from motionkit.conventions import COCO17_BODY, COCO17_LIMB_LANDMARKS
 
 NAMES = ("nose", "right_eye", "left_eye", "right_ear", "left_ear")
 
@@ -227,6 +228,28 @@ def test_a_joint_is_trusted_where_two_views_support_it_in_the_frame_or_steadily(
         f = quality_flags(_body(M, fps, np.ones(M)), valid, np.full(M, 3), fps, np.zeros(M),
                           trusted=np.broadcast_to(~legs, (M, 17)))  # fmt: skip
         assert f["OCCLUDED"][:50].all() == flagged and not f["OCCLUDED"][50:].any()
+
+
+def test_the_limbs_can_be_asked_for_more_views_than_the_rest():
+    fps, M = 20.0, 40
+    support = np.full((M, 17), 2)
+    support[:, 9] = 3  # the left wrist seen by three views throughout
+    support[10:30, 15] = 3  # the left ankle by three for a second, but for one frame ...
+    support[20, 15] = 2  # ... which the median over the window carries
+    valid = np.ones(M, bool)
+    base = joint_trusted(support, valid, fps, TrustConfig())
+    assert base.all()  # two views everywhere: all trusted
+    strict_cfg = TrustConfig(limb_trust_views=3)
+    np.testing.assert_array_equal(views_needed(strict_cfg), [2] * 7 + [3] * 4 + [2] * 2 + [3] * 4)
+    strict = joint_trusted(support, valid, fps, strict_cfg)
+    limbs = np.isin(np.arange(17), COCO17_LIMB_LANDMARKS)
+    assert strict[:, ~limbs].all()  # the face and torso keep the two-view rule
+    assert strict[:, 9].all() and not strict[:, [7, 8, 10, 13, 14, 16]].any()
+    assert strict[10:30, 15].all() and not strict[:5, 15].any() and not strict[35:, 15].any()
+    three = joint_trusted(support, valid, fps, TrustConfig(trust_views=3))
+    assert three[:, 9].all() and three[10:30, 15].all() and not three[:, :9].any()
+    fewer = joint_trusted(support, valid, fps, TrustConfig(trust_views=3, limb_trust_views=2))
+    np.testing.assert_array_equal(fewer, three)  # fewer limb views than the rest: the rest's rule holds for all
 
 
 def test_trust_by_part_and_flag_shares_count_valid_frames_only():

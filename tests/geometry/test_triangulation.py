@@ -182,6 +182,29 @@ def test_a_view_of_someone_else_is_a_view_outlier(scene):
     assert not two.any()
 
 
+def test_a_head_that_only_the_wearer_and_a_bystander_show_condemns_neither(scene):
+    """Three views: the wearer in full, the wearer's body without his head (turned from that camera),
+    and a bystander 0.6 m away in the third. The head's joints have two views, which mostly disagree (no
+    point for both), and nothing says which is wrong: the head test leaves those out, so the wearer's
+    full view is no outlier (it was in a quarter of the frames), while the bystander's still is, by the
+    body joints that all three views show."""
+    rng = np.random.default_rng(6)
+    rig, X = scene[0]
+    rig = CameraRig(rig.cameras[:3])
+    px = rig.project(X) + rng.normal(0, 3.0, (*X.shape[:1], 3, 17, 2))
+    px[:, 2] = rig.project(X + np.array([-0.6, 0.2, 0.0]))[:, 2]
+    conf = np.where(np.isfinite(px).all(-1), 0.9, 0.0)
+    conf[:, 1, :5] = 0.0  # no head in the second view
+    px[:, 1, :5] = np.nan
+    tri = triangulate(px, conf, rig)
+    seen = (conf > 0).sum(-1) >= 12
+    frames = seen.all(-1)
+    assert frames.sum() >= 30 and (tri.status[frames, :5] != 0).mean() > 0.5
+    flagged = view_outliers(tri, confidence=conf)
+    assert not flagged[frames, 0].any() and not flagged[frames, 1].any()
+    assert flagged[frames, 2].all()
+
+
 def test_a_hidden_face_guessed_with_low_confidence_is_not_someone_else(scene):
     """A camera behind the wearer gets the face as low-confidence guesses 80-120 px off: the head test
     counts only confident keypoints, so that view is not an outlier (it is without the confidences),

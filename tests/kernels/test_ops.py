@@ -11,6 +11,7 @@ import roma
 import torch
 
 from motionkit import kernels
+from motionkit.body import ops_fused, ops_torch
 from motionkit.body.model import BodyModel
 from motionkit.body.multiscale import knot_basis
 from motionkit.body.objective import (
@@ -384,6 +385,19 @@ def test_adam_step_equals_torch_adam_and_ignores_where_an_element_sits():
         oa.step()
         ob.step()
     assert torch.equal(a[:16], b[:16])
+
+
+def test_both_backends_adam_take_the_fits_denominator_floor():
+    """``adam(params, lr, eps)`` of both fit backends (``BodyFitConfig.adam_eps``): on the first step an
+    element moves by ``lr * g / (|g| + eps)``, a full learning rate where the gradient is far above the
+    floor and in proportion to it where it is far below (a parameter that nothing observes)."""
+    g = torch.tensor([1e-2, 1e-5, 1e-7, -1e-9], dtype=F64)
+    for backend in (ops_torch, ops_fused):
+        p = torch.zeros(4, dtype=F64, requires_grad=True)
+        opt = backend.adam([p], 0.02, 1e-5)
+        p.grad = g.clone()
+        opt.step()
+        torch.testing.assert_close(p.detach(), -0.02 * g / (g.abs() + 1e-5), rtol=1e-9, atol=0.0)
 
 
 def _knot_problem(P=2, M=37, levels=4, seed=11):
