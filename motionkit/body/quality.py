@@ -128,15 +128,36 @@ def joint_trusted(support: np.ndarray, valid: np.ndarray, fps: float, cfg: Trust
     ``cfg.face_from_aria``, in every valid frame of ``head_held (M,)`` (``head_held_by_aria``: the fitted
     head where the Aria puts it and turned as the Aria is), whatever the views: the Aria fixes the
     head's pose there, and with it the face."""
-    size = 2 * int(round(cfg.support_window_s * fps / 2)) + 1
-    steady = median_filter(support, size=(size, 1), mode="nearest") if len(support) else support
-    trusted = valid[:, None] & (np.maximum(steady, support) >= views_needed(cfg))
+    trusted = valid[:, None] & (steady_support(support, fps, cfg) >= views_needed(cfg))
     face = list(COCO17_FACE)
     if face_off_anchor is not None:
         trusted[:, face] &= ~np.asarray(face_off_anchor, dtype=bool)[:, None]
     if head_held is not None and cfg.face_from_aria:
         trusted[:, face] |= (valid & np.asarray(head_held, dtype=bool))[:, None]
     return trusted
+
+
+def steady_support(support: np.ndarray, fps: float, cfg: TrustConfig) -> np.ndarray:
+    """``(M, 17)``: the supporting views of each landmark ``support (M, 17)`` in its frame or, where more,
+    their median over ``cfg.support_window_s`` (centred; ``fps`` samples per second), which
+    ``joint_trusted`` compares with ``views_needed``."""
+    if not len(support):
+        return support
+    size = 2 * int(round(cfg.support_window_s * fps / 2)) + 1
+    return np.maximum(median_filter(support, size=(size, 1), mode="nearest"), support)
+
+
+def stricter_trust(trusted: np.ndarray, support: np.ndarray, fps: float, cfg: TrustConfig) -> np.ndarray:
+    """``(M, 17)`` bool: a stored trust mask ``trusted (M, 17)`` (``fit/joint_trusted``) judged again with
+    the views that ``cfg`` asks of the body's landmarks (shoulders to ankles: ``trust_views``,
+    ``limb_trust_views``), from the same fit's ``support (M, 17)`` (``fit/joint_support``) on its grid of
+    ``fps``. It only tightens: where ``cfg`` asks no more views than the fit's own config did, the mask
+    comes back as it was; with more, the body's landmarks are what ``joint_trusted`` gives a refit with
+    ``cfg``. The face keeps its trust (the Aria's, docs/result_file.md)."""
+    body = list(COCO17_BODY)
+    out = np.asarray(trusted, dtype=bool).copy()
+    out[:, body] &= (steady_support(support, fps, cfg) >= views_needed(cfg))[:, body]
+    return out
 
 
 def views_needed(cfg: TrustConfig) -> np.ndarray:

@@ -12,6 +12,7 @@ from motionkit.body.quality import (
     joint_trusted,
     observation_support,
     quality_flags,
+    stricter_trust,
     trust_by_part,
     valid_frames,
     views_needed,
@@ -248,6 +249,13 @@ def test_the_limbs_can_be_asked_for_more_views_than_the_rest():
     assert strict[10:30, 15].all() and not strict[:5, 15].any() and not strict[35:, 15].any()
     three = joint_trusted(support, valid, fps, TrustConfig(trust_views=3))
     assert three[:, 9].all() and three[10:30, 15].all() and not three[:, :9].any()
+    support[5:9, :5] = 0  # no view sees the face there (the Aria may hold it: its trust stays)
+    face_held = np.zeros(M, bool)
+    face_held[5:9] = True
+    stored = joint_trusted(support, valid, fps, TrustConfig(), head_held=face_held)
+    again = stricter_trust(stored, support, fps, strict_cfg)  # judged again from the stored support
+    np.testing.assert_array_equal(again, joint_trusted(support, valid, fps, strict_cfg, head_held=face_held))
+    np.testing.assert_array_equal(stricter_trust(stored, support, fps, TrustConfig()), stored)
     fewer = joint_trusted(support, valid, fps, TrustConfig(trust_views=3, limb_trust_views=2))
     np.testing.assert_array_equal(fewer, three)  # fewer limb views than the rest: the rest's rule holds for all
 
