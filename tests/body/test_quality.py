@@ -232,6 +232,9 @@ def test_a_joint_is_trusted_where_two_views_support_it_in_the_frame_or_steadily(
 
 
 def test_the_limbs_can_be_asked_for_more_views_than_the_rest():
+    """``limb_trust_views = 3``: elbows, wrists, knees and ankles need three supporting views (with the
+    0.5-s carry), the face and torso keep two; ``stricter_trust`` gives a stored mask the same answer
+    from its support, and leaves it as it was under the config it was made with."""
     fps, M = 20.0, 40
     support = np.full((M, 17), 2)
     support[:, 9] = 3  # the left wrist seen by three views throughout
