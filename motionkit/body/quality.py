@@ -21,6 +21,8 @@ STATIC_WINDOW_S = 1.5
 HIGH_REPROJ_PX = 60.0
 SHORT_SEGMENT_S = 2.0
 OCCLUDED_MIN_TRUSTED = 10  # of the 12 body landmarks (three or more untrusted: a part of the body is guessed)
+LR_SWAPS_MIN_PAIRS = 2  # a view whose left/right labels the association corrected in this many pairs ...
+LR_SWAPS_MIN_VIEWS = 2  # ... in this many of the views the fit used: the frame's sides are uncertain
 INFORMATIONAL_FLAGS = ("STATIC",)  # flags that describe the motion, not the fit's quality
 
 
@@ -28,35 +30,36 @@ INFORMATIONAL_FLAGS = ("STATIC",)  # flags that describe the motion, not the fit
 class TrustConfig:
     """How the fit's final observation weights decide support and trust.
 
-    ``support_weight``, ``support_confidence``: an observation supports its joint when its final fit
-    weight (confidence, association and robust weights together, ``fit/obs_weight``) is above
-    ``support_weight`` and the detector scored it at least ``support_confidence``: a keypoint scored
-    lower is the detector's guess at a joint it does not see, which keeps its small weight in the fit
-    but is no evidence that the view sees the joint. ``view_landmarks``: a view supports the frame with
-    at least this many supported landmarks (of 17). ``trust_views``: a joint of a valid frame is trusted
-    when this many views support it in that frame, or in the median over ``support_window_s`` (centred)
-    of its supporting views (the fit is smooth in time: one frame's dropped observation does not move
-    the joint). ``limb_trust_views``: the views an elbow, wrist, knee or ankle needs instead, where that
-    is more (3: a precision mode for users who would rather lose a third of the limbs than trust two
-    views' worth of detector noise; docs/result_file.md, "Stricter trust"). A frame is valid with two or
-    more supporting views in a run at least ``min_seen_run_s`` long, or in a gap of at most
-    ``max_gap_s`` between such runs across which the body moves at most ``max_gap_travel_m``
-    (``valid_frames``: the fit is smooth through it; a runner is not); frames that two views each see
-    with ``seen_view_landmarks`` or more supported landmarks are valid too, in runs as long, but bridge
-    no gap. ``max_eye_anchor_m``: a frame whose fitted eyes lie farther than this
-    from the Aria head anchor is not valid (``eyes_off_anchor``; the Aria knows where the wearer's head
-    is). ``max_face_anchor_m``: where the fitted eyes lie farther than this from the anchor, the face's
-    landmarks are not trusted (the body may be right while the head is turned wrong: the eyes sit 2-5 cm
-    from the anchor where the fit is right). ``face_from_aria``: the face's landmarks of a valid frame
-    are trusted, whatever the views' support, where the fitted eyes lie within ``max_face_anchor_m`` of
-    the anchor and the fitted head's vectors within ``max_face_turn_m`` of where the Aria's orientation
-    turns them (``objective.head_turn_residual``): the Aria measures the head's position and turn, and
-    the fit's head terms hold the face to them. ``max_aria_gap_s``, ``max_aria_gap_travel_m``: a gap of
-    up to ``max_aria_gap_s`` between valid frames is valid too where the fitted head sits and turns as
-    the Aria does in every frame of it (``head_held_by_aria``: ``max_face_anchor_m``, ``max_face_turn_m``)
-    and the fitted pelvis stays within ``max_aria_gap_travel_m`` of where it was before the gap
-    (``aria_held_gaps``: the Aria measures the head throughout, and a body that stays in place between
-    two fitted stretches is what the fit interpolates); 0 s turns it off."""
+    ``support_weight``, ``support_confidence``: an observation supports its joint when its final fit weight
+    (confidence, association and robust weights together, ``fit/obs_weight``) is above ``support_weight`` and the
+    detector scored it at least ``support_confidence``: a keypoint scored lower is the detector's guess at a joint
+    it does not see, which keeps its small weight in the fit but is no evidence that the view sees the joint.
+    ``view_landmarks``: a view supports the frame with at least this many supported landmarks (of 17).
+    ``trust_views``: a joint of a valid frame is trusted when this many views support it in that frame, or in the
+    median over ``support_window_s`` (centred) of its supporting views (the fit is smooth in time: one frame's
+    dropped observation does not move the joint). ``limb_trust_views``: the views an elbow, wrist, knee or ankle
+    needs instead, where that is more (3: a precision mode for users who would rather lose a third of the limbs than
+    trust two views' worth of detector noise; docs/result_file.md, "Stricter trust"). A frame is valid with two or
+    more supporting views in a run at least ``min_seen_run_s`` long, or in a gap of at most ``max_gap_s`` between
+    such runs across which the body moves at most ``max_gap_travel_m`` (``valid_frames``: the fit is smooth through
+    it; a runner is not); frames that two views each see with ``seen_view_landmarks`` or more supported landmarks
+    are valid too, in runs as long, but bridge no gap, and such a run that no two supporting views see in any of its
+    frames must last ``min_partial_run_s`` unless the fitted pelvis moves slower than ``max_partial_speed_m_s``
+    throughout it (a glimpse of a few frames between occlusions: the fit's smoothness carries the pose of the frames
+    around it into them, which is right for a body that stays still and wrong for a runner's). ``max_eye_anchor_m``:
+    a frame whose fitted eyes lie farther than this from the Aria head anchor is not valid (``eyes_off_anchor``; the
+    Aria knows where the wearer's head is). ``max_face_anchor_m``: where the fitted eyes lie farther than this from
+    the anchor, the face's landmarks are not trusted (the body may be right while the head is turned wrong: the eyes
+    sit 2-5 cm from the anchor where the fit is right). ``face_from_aria``: the face's landmarks of a valid frame
+    are trusted, whatever the views' support, where the fitted eyes lie within ``max_face_anchor_m`` of the anchor
+    and the fitted head's vectors within ``max_face_turn_m`` of where the Aria's orientation turns them
+    (``objective.head_turn_residual``): the Aria measures the head's position and turn, and the fit's head terms
+    hold the face to them. ``max_aria_gap_s``, ``max_aria_gap_travel_m``: a gap of up to ``max_aria_gap_s`` between
+    valid frames is valid too where the fitted head sits and turns as the Aria does in every frame of it
+    (``head_held_by_aria``: ``max_face_anchor_m``, ``max_face_turn_m``) and the fitted pelvis stays within
+    ``max_aria_gap_travel_m`` of where it was before the gap (``aria_held_gaps``: the Aria measures the head
+    throughout, and a body that stays in place between two fitted stretches is what the fit interpolates); 0 s turns
+    it off."""
 
     support_weight: float = 0.02
     support_confidence: float = 0.4
@@ -67,6 +70,8 @@ class TrustConfig:
     max_gap_s: float = 0.4
     min_seen_run_s: float = 0.1
     seen_view_landmarks: int = 6
+    min_partial_run_s: float = 0.2
+    max_partial_speed_m_s: float = 0.5
     max_gap_travel_m: float = 0.8
     max_eye_anchor_m: float = 0.30
     max_face_anchor_m: float = 0.10
@@ -210,8 +215,11 @@ def valid_frames(n_views: np.ndarray, fps: float, cfg: TrustConfig, n_seen_views
     ``positions (M, 3)`` (the fitted pelvis, metres) a gap is bridged only where the body moves at most
     ``cfg.max_gap_travel_m`` between the runs' frames on either side of it. With ``n_seen_views (M,)``
     (``ObservationSupport.n_seeing``: views with the weaker ``cfg.seen_view_landmarks``), frames that two of them see,
-    in runs as long, are valid as well, but anchor no bridge over a gap."""
-    runs = _long_runs(np.asarray(n_views) >= 2, fps, cfg.min_seen_run_s)
+    in runs as long, are valid as well, but anchor no bridge over a gap; a run of them without a frame
+    that two supporting views see must last ``cfg.min_partial_run_s``, or (with ``positions``) the body
+    move slower than ``cfg.max_partial_speed_m_s`` in each of its frames (``body_speed``)."""
+    strong = np.asarray(n_views) >= 2
+    runs = _long_runs(strong, fps, cfg.min_seen_run_s)
     gaps = _gaps_between(runs)
     bridged = (gaps[:, 1] - gaps[:, 0]) / fps <= cfg.max_gap_s
     if positions is not None and len(gaps):
@@ -219,8 +227,25 @@ def valid_frames(n_views: np.ndarray, fps: float, cfg: TrustConfig, n_seen_views
         bridged &= travel <= cfg.max_gap_travel_m
     spans = np.r_[runs, gaps[bridged]]
     if n_seen_views is not None:
-        spans = np.r_[spans, _long_runs(np.asarray(n_seen_views) >= 2, fps, cfg.min_seen_run_s)]
+        seen = _long_runs(np.asarray(n_seen_views) >= 2, fps, cfg.min_seen_run_s)
+        n_strong = np.r_[0, np.cumsum(strong)]
+        anchored = n_strong[seen[:, 1]] > n_strong[seen[:, 0]]
+        long = seen[:, 1] - seen[:, 0] >= max(1, int(round(cfg.min_partial_run_s * fps)))
+        keep = anchored | long
+        if positions is not None:
+            n_fast = np.r_[0, np.cumsum(body_speed(positions, fps) > cfg.max_partial_speed_m_s)]
+            keep |= n_fast[seen[:, 1]] == n_fast[seen[:, 0]]  # a still body throughout the run
+        spans = np.r_[spans, seen[keep]]
     return _covered(spans, len(n_views))
+
+
+def body_speed(positions: np.ndarray, fps: float) -> np.ndarray:
+    """``(M,)`` m/s: the speed of ``positions (M, 3)`` (metres, ``fps`` samples per second), central
+    differences inside and one-sided at the ends; zeros for fewer than two samples."""
+    positions = np.asarray(positions, dtype=np.float64)
+    if len(positions) < 2:
+        return np.zeros(len(positions))
+    return np.linalg.norm(np.gradient(positions, axis=0), axis=-1) * fps
 
 
 def aria_held_gaps(valid: np.ndarray, held: np.ndarray, positions: np.ndarray, fps: float,
@@ -258,7 +283,8 @@ def eyes_off_anchor(distance: np.ndarray, max_m: float) -> np.ndarray:
 
 
 def quality_flags(joints, valid, n_views, fps, eye_anchor_m, reproj_px=None, trusted=None,
-                  max_eye_anchor_m: float = TrustConfig.max_eye_anchor_m) -> dict[str, np.ndarray]:  # fmt: skip
+                  max_eye_anchor_m: float = TrustConfig.max_eye_anchor_m,
+                  swapped_pairs=None) -> dict[str, np.ndarray]:  # fmt: skip
     """Per-frame flags ``(M,)`` bool (stored, never used to delete frames), computed on the 22 body
     joints after 5-tap smoothing; speeds in physical units, so the rules do not depend on the rate.
 
@@ -271,7 +297,10 @@ def quality_flags(joints, valid, n_views, fps, eye_anchor_m, reproj_px=None, tru
     not: ``eyes_off_anchor`` makes such frames invalid), ``STATIC`` (no joint
     faster than 0.1 m/s within 1.5 s; informational), ``HIGH_REPROJ`` (median over the used views
     above 60 px), ``SHORT_SEGMENT`` (in a valid run shorter than 2 s), ``OCCLUDED`` (a valid frame with
-    fewer than 10 of its 12 body landmarks, shoulders to ankles, trusted: parts of the body are guessed).
+    fewer than 10 of its 12 body landmarks, shoulders to ankles, trusted: parts of the body are guessed),
+    ``LR_SWAPS`` (a valid frame in which the association swapped back two or more left/right pairs in
+    each of two or more of the views the fit used, ``swapped_pairs (M, V)`` int, 0 for unused views:
+    several views' sides needed correcting, and the fit's sides are uncertain there).
     """
     body = convolve1d(np.nan_to_num(joints[:, :22]), SMOOTHING_TAPS, axis=0, mode="nearest")
     vel = np.zeros(len(body))
@@ -300,6 +329,9 @@ def quality_flags(joints, valid, n_views, fps, eye_anchor_m, reproj_px=None, tru
         "SHORT_SEGMENT": short,
         "OCCLUDED": valid & (trusted[:, list(COCO17_BODY)].sum(-1) < OCCLUDED_MIN_TRUSTED)
         if trusted is not None
+        else np.zeros(len(body), bool),
+        "LR_SWAPS": valid & ((np.asarray(swapped_pairs) >= LR_SWAPS_MIN_PAIRS).sum(-1) >= LR_SWAPS_MIN_VIEWS)
+        if swapped_pairs is not None
         else np.zeros(len(body), bool),
     }
 

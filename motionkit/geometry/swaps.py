@@ -6,7 +6,10 @@ a few frames. Per frame, view and left/right pair: triangulate the pair from the
 project it into this view, and compare this view's summed error with the labels as given (``e_o``)
 and swapped (``e_s``). The pair is swapped when ``e_o > min_error_px`` and ``e_s < ratio * e_o``;
 when most of the testable pairs of a view swap, the whole body is flipped (every pair, the ones too
-close together or too rarely seen to be tested as well).
+close together or too rarely seen to be tested as well). A swapped view pulls the other views'
+leave-one-out triangulations with it, so the views of a frame are corrected one at a time: of the
+candidates, the view whose swap makes the frame most consistent first, each round testing again what
+the last one corrected.
 
 Where the other views cannot test a pair (it is seen in one or two views only), its labels are
 followed in time instead (``temporal_lr_swaps``): between consecutive frames of one view, the pair's
@@ -30,6 +33,8 @@ from motionkit.geometry.triangulation import triangulate
 class SwapConfig:
     min_error_px: float = 35.0  # below this, the labels as given fit well enough
     ratio: float = 0.5  # swapped labels must halve the error
+    consistency_cap_px: float = 200.0  # of the candidates, the view whose swap leaves the frame's summed
+    # leave-one-out error (each keypoint's capped at this) smallest goes first
     whole_body: bool = True  # flip every pair of a view when most testable pairs swap
     temporal: bool = True  # then follow each pair's labels in time (``temporal_lr_swaps``)
     temporal_ratio: float = 0.5  # a labelling change: the crossed motion below this share of the straight one
@@ -53,11 +58,45 @@ def leave_one_out_projections(pixels: np.ndarray, conf: np.ndarray, rig: CameraR
 
 def detect_lr_swaps(pixels: np.ndarray, conf: np.ndarray, rig: CameraRig, cfg: SwapConfig | None = None) -> np.ndarray:
     """``(F, V, P)`` bool: which of the ``P = len(COCO17_LR_PAIRS)`` left/right pairs to swap in each
-    view (COCO-17 ``pixels (F, V, 17, 2)`` raw pixels, ``conf (F, V, 17)``, 0 where unused)."""
+    view (COCO-17 ``pixels (F, V, 17, 2)`` raw pixels, ``conf (F, V, 17)``, 0 where unused).
+
+    One view of a frame is corrected at a time, in rounds: a swapped view pulls the other views'
+    leave-one-out triangulations with it, and a view whose labels are right can then look swapped
+    too. Each round finds the candidates (``cross_view_swaps``) and, in every frame with one, swaps
+    the view whose candidates leave the frame most consistent (``leave_one_out_error``), then tests
+    that frame again."""
     cfg = cfg or SwapConfig()
     used = (conf > 0) & np.isfinite(pixels).all(-1)
     px = np.where(used[..., None], pixels, np.nan)
-    proj = leave_one_out_projections(px, np.where(used, conf, 0.0), rig)
+    w = np.where(used, conf, 0.0)
+    F, V = px.shape[:2]
+    swap = np.zeros((F, V, len(COCO17_LR_PAIRS)), bool)
+    todo = np.arange(F)
+    for _ in range(V):  # at most one view a frame per round
+        now_px, now_w = apply_lr_swaps(px[todo], swap[todo]), apply_lr_swaps(w[todo], swap[todo])
+        found = cross_view_swaps(now_px, now_w, rig, cfg)
+        todo, found, now_px, now_w = (x[found.any((1, 2))] for x in (todo, found, now_px, now_w))
+        if not len(todo):
+            break
+        error = np.full((len(todo), V), np.inf)  # the frame's error with each view's candidates swapped
+        for v in range(V):
+            has = found[:, v].any(-1)
+            if has.any():
+                alone = np.zeros_like(found[has])
+                alone[:, v] = found[has, v]
+                error[has, v] = leave_one_out_error(
+                    apply_lr_swaps(now_px[has], alone), apply_lr_swaps(now_w[has], alone), rig, cfg
+                )
+        swap[todo] ^= found & (np.arange(V)[:, None] == np.argmin(error, axis=1)[:, None, None])
+    return swap
+
+
+def cross_view_swaps(px: np.ndarray, conf: np.ndarray, rig: CameraRig, cfg: SwapConfig) -> np.ndarray:
+    """``(F, V, P)`` bool, the candidates of one round of ``detect_lr_swaps`` in ``px (F, V, 17, 2)``
+    (NaN where unused) with ``conf (F, V, 17)``: the pairs whose labels miss the other views'
+    triangulation by more than ``cfg.min_error_px`` and swapped by less than ``cfg.ratio`` of that,
+    and every present pair of a view where most of its testable pairs do (``cfg.whole_body``)."""
+    proj = leave_one_out_projections(px, conf, rig)
     a, b = COCO17_LEFT, COCO17_RIGHT
 
     def err(x, y):
@@ -74,6 +113,15 @@ def detect_lr_swaps(pixels: np.ndarray, conf: np.ndarray, rig: CameraRig, cfg: S
         present = np.isfinite(px[..., a, 0]) | np.isfinite(px[..., b, 0])  # testable or not: a flip moves every label
         swap = np.where(body[..., None], present, swap)
     return swap
+
+
+def leave_one_out_error(px: np.ndarray, conf: np.ndarray, rig: CameraRig, cfg: SwapConfig) -> np.ndarray:
+    """``(F,)`` pixels: how far the left/right keypoints of every view of a frame lie from the other
+    views' triangulation of them (``leave_one_out_projections``), each distance capped at
+    ``cfg.consistency_cap_px`` (a joint the other views cannot place counts 0), summed over the frame."""
+    sided = list(COCO17_LEFT) + list(COCO17_RIGHT)
+    e = np.linalg.norm(px[..., sided, :] - leave_one_out_projections(px, conf, rig)[..., sided, :], axis=-1)
+    return np.where(np.isfinite(e), np.minimum(e, cfg.consistency_cap_px), 0.0).sum((1, 2))
 
 
 def temporal_lr_swaps(
@@ -167,6 +215,12 @@ def apply_lr_swaps(values: np.ndarray, swap: np.ndarray) -> np.ndarray:
         s = swap[..., p]
         out[s, a], out[s, b] = values[s, b], values[s, a]
     return out
+
+
+def swapped_pair_count(bits: np.ndarray) -> np.ndarray:
+    """``(F, V)`` int: how many left/right pairs ``association/swap`` bits ``(F, V)`` (``swap_bits``) swap."""
+    bits = np.asarray(bits, dtype=np.int64)
+    return ((bits[..., None] >> np.arange(len(COCO17_LR_PAIRS))) & 1).sum(-1)
 
 
 def swap_bits(swap: np.ndarray) -> np.ndarray:

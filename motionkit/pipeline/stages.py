@@ -64,7 +64,7 @@ from motionkit.eval.protocol import EvalConfig, match_to_annotation, score_take,
 from motionkit.eval.run import fit_samples
 from motionkit.geometry.refine import CameraRefinement
 from motionkit.geometry.rotations import invert_transform
-from motionkit.geometry.swaps import swap_bits
+from motionkit.geometry.swaps import swap_bits, swapped_pair_count
 from motionkit.geometry.triangulation import prune_far_cameras, triangulate, view_outliers
 from motionkit.motion.derive import FEATURE_FPS, derive_motion, event_counts
 from motionkit.pipeline.config import PipelineConfig
@@ -377,8 +377,9 @@ def stage_fit(ctx: StageContext) -> None:
     r.arrays["valid"] = valid
     face_off = eyes_off_anchor(eye_anchor_m, trust.max_face_anchor_m)  # a head turned wrong
     trusted = joint_trusted(support.joint, valid, fps, trust, face_off, held)
+    swapped = np.where(weighted_views(out.obs_weight), swapped_pair_count(r["association/swap"]), 0)  # (M, V)
     r.put("flags", quality_flags(out.joints, valid, n_views, fps, eye_anchor_m, out.reproj_px, trusted,
-                                 trust.max_eye_anchor_m))  # fmt: skip
+                                 trust.max_eye_anchor_m, swapped))  # fmt: skip
     views_dropped = int(dropped_views(inp.weights, out.obs_weight).sum())
     views_weighted = int(weighted_views(inp.weights).sum())
     seen = np.where(valid[:, None], out.reproj_px, np.nan)

@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -59,6 +61,25 @@ def test_flags_follow_their_rules():
     np.testing.assert_array_equal(np.flatnonzero(eyes_off_anchor(unknown, 0.30)), np.arange(150, 160))
     assert f["SHORT_SEGMENT"][188:].all() and not f["SHORT_SEGMENT"][:185].any()
     assert not f["FAST_JOINT"].any() and not f["HIGH_ACCEL"][5:75].any()
+    assert not f["LR_SWAPS"].any()  # no swap counts given
+
+
+def test_lr_swaps_marks_valid_frames_with_two_views_of_corrected_sides():
+    """``LR_SWAPS``: a valid frame in which two or more of the used views had two or more of their
+    left/right pairs swapped back by the association; one such view, or two views with one pair each, or
+    an invalid frame, is not marked."""
+    fps, M = 20.0, 8
+    swapped = np.zeros((M, 4), int)
+    swapped[1, :2] = 2  # two views, two pairs each: marked
+    swapped[2, 0] = 8  # one view flipped whole: not
+    swapped[3, :2] = 1  # two views, one pair each: not
+    swapped[4, :3] = [8, 3, 0]  # marked
+    swapped[5, :2] = 2  # as frame 1, but not valid
+    valid = np.ones(M, bool)
+    valid[5] = False
+    J = _body(M, fps, np.ones(M))
+    f = quality_flags(J, valid, np.full(M, 4), fps, np.zeros(M), swapped_pairs=swapped)
+    np.testing.assert_array_equal(np.flatnonzero(f["LR_SWAPS"]), [1, 4])
 
 
 def test_the_aria_holds_the_head_where_the_eyes_are_near_its_anchor_and_it_turns_as_the_aria_does():
@@ -131,18 +152,44 @@ def test_a_lone_frame_of_two_views_does_not_bridge_a_stretch_of_one():
 
 
 def test_frames_two_views_see_with_fewer_landmarks_are_valid_but_bridge_no_gap():
-    """Two strong runs 0.55 s apart (too far to bridge); between them a run of 3 frames that two views
+    """Two strong runs 0.55 s apart (too far to bridge); between them a run of 4 frames that two views
     see with 7 supported landmarks each (``n_seen_views``) and a lone such frame. The run is valid; the
     lone frame is not; neither anchors a bridge to the strong runs (the gaps stay unseen)."""
     n_views = np.r_[np.full(10, 3), np.ones(11), np.full(10, 3)]
     n_seen = n_views.copy()
-    n_seen[14:17] = 2  # a run of 0.15 s
+    n_seen[13:17] = 2  # a run of 0.2 s
     n_seen[19] = 2  # a lone frame
     expected = np.r_[np.ones(10, bool), np.zeros(11, bool), np.ones(10, bool)]
     cfg = TrustConfig(max_gap_s=0.4, min_seen_run_s=0.1)
     np.testing.assert_array_equal(valid_frames(n_views, 20.0, cfg), expected)
-    expected[14:17] = True
+    expected[13:17] = True
     np.testing.assert_array_equal(valid_frames(n_views, 20.0, cfg, n_seen), expected)
+
+
+def test_a_short_glimpse_of_fewer_landmarks_needs_a_frame_two_supporting_views_see():
+    """A run that two views see with fewer landmarks (``n_seen_views``) and no two supporting views in any
+    of its frames is valid from ``min_partial_run_s`` (0.2 s, 4 samples at 20 fps) on; shorter, only
+    where one of its frames two supporting views see (it then continues a body the fit saw whole) or
+    where the fitted pelvis moves slower than ``max_partial_speed_m_s`` (0.5 m/s) throughout."""
+    cfg = TrustConfig(max_gap_s=0.4, min_seen_run_s=0.1, min_partial_run_s=0.2)
+    n_views = np.ones(30, int)
+    n_seen = n_views.copy()
+    n_seen[5:8] = 2  # a glimpse of 3 frames
+    n_seen[15:19] = 2  # a run of 4
+    v = valid_frames(n_views, 20.0, cfg, n_seen)
+    np.testing.assert_array_equal(np.flatnonzero(v), np.arange(15, 19))
+    n_views[5:7] = 2  # two supporting views in two of the glimpse's frames: a strong run of 0.1 s ...
+    v = valid_frames(n_views, 20.0, cfg, n_seen)
+    np.testing.assert_array_equal(np.flatnonzero(v), np.r_[5:8, 15:19])  # ... carried over its third frame
+    short = valid_frames(np.ones(30, int), 20.0, dataclasses.replace(cfg, min_partial_run_s=0.1), n_seen)
+    np.testing.assert_array_equal(np.flatnonzero(short), np.r_[5:8, 15:19])  # 0.1 s: the run length alone
+    # with the pelvis given, a glimpse of a body that stays still is valid, of a runner not
+    n_views = np.ones(30, int)
+    for speed, glimpse_valid in ((0.3, True), (2.0, False)):
+        pelvis = np.zeros((30, 3))
+        pelvis[:, 0] = speed * np.arange(30) / 20.0
+        v = valid_frames(n_views, 20.0, cfg, n_seen, positions=pelvis)
+        np.testing.assert_array_equal(np.flatnonzero(v), np.r_[5:8, 15:19] if glimpse_valid else np.arange(15, 19))
 
 
 def test_observation_support_counts_seeing_views_with_the_weaker_landmark_threshold():

@@ -5,14 +5,17 @@ from motionkit.conventions import COCO17_FLIP, COCO17_LEFT, COCO17_LR_PAIRS, COC
 from motionkit.geometry.swaps import (
     SwapConfig,
     apply_lr_swaps,
+    cross_view_swaps,
     detect_lr_swaps,
     find_lr_swaps,
     swap_bits,
+    swapped_pair_count,
     temporal_lr_swaps,
 )
 from tests.helpers import wearer_landmarks
 
 ARM = [COCO17_LR_PAIRS.index((7, 8)), COCO17_LR_PAIRS.index((9, 10))]
+LEG = [COCO17_LR_PAIRS.index((13, 14)), COCO17_LR_PAIRS.index((15, 16))]
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +44,26 @@ def test_injected_swaps_are_found_and_undone(take):
     np.testing.assert_array_equal(apply_lr_swaps(bad, found)[agree], px[agree])
 
 
+def test_a_swapped_view_does_not_make_the_clean_views_look_swapped(take):
+    """One leg (knee and ankle) swapped in view 0 throughout: judged all at once (one round of
+    ``cross_view_swaps``), the clean views' knees look swapped too where view 0 pulls their leave-one-out
+    triangulation (measured: 16 % of their frames); corrected one view at a time, view 0 is found and
+    the clean views keep their labels."""
+    rig, X = take
+    rng = np.random.default_rng(0)
+    px = rig.project(X) + rng.normal(0, 4.0, (len(X), len(rig), 17, 2))
+    conf = np.where(np.isfinite(px).all(-1), 0.9, 0.0)
+    truth = np.zeros((len(X), len(rig), len(COCO17_LR_PAIRS)), bool)
+    truth[:, 0, LEG] = True
+    bad = apply_lr_swaps(px, truth)
+    knee = LEG[0]
+    at_once = cross_view_swaps(np.where((conf > 0)[..., None], bad, np.nan), conf, rig, SwapConfig())
+    assert at_once[:, 1:, knee].mean() > 0.1  # the failure this guards against
+    found = detect_lr_swaps(bad, conf, rig)
+    assert found[:, 0, knee][_apart(px)[:, 0, knee]].all()
+    assert not found[:, 1:].any()
+
+
 def test_a_whole_body_flip_moves_the_pairs_it_cannot_test_too(take):
     """The ears are seen by view 2 only: no other view tests them, but when the rest of the body is
     flipped in view 2, so are they."""
@@ -67,6 +90,8 @@ def test_swap_helpers():
     np.testing.assert_array_equal(out[0, 0, :, 0], np.arange(17))
     np.testing.assert_array_equal(out[1, 0, :, 0], COCO17_FLIP)
     np.testing.assert_array_equal(swap_bits(s)[:, 0], [0, 2 ** len(COCO17_LR_PAIRS) - 1])
+    np.testing.assert_array_equal(swapped_pair_count(swap_bits(s))[:, 0], [0, len(COCO17_LR_PAIRS)])
+    assert swapped_pair_count(np.array([[0b10010010]]))[0, 0] == 3
 
 
 @pytest.fixture(scope="module")

@@ -92,7 +92,7 @@ def test_fit_accuracy_coverage_and_smoothness(default_root, fitted):
         assert np.median(foot_err) <= 0.06 and np.percentile(foot_err, 95) <= 0.16
         flags = r.group("flags")
         assert set(flags) == {"FEW_CAMS", "FAST_JOINT", "HIGH_ACCEL", "EYE_ARIA_FAR", "STATIC", "HIGH_REPROJ",
-                              "SHORT_SEGMENT", "OCCLUDED"}  # fmt: skip
+                              "SHORT_SEGMENT", "OCCLUDED", "LR_SWAPS"}  # fmt: skip
         assert all(f.shape == (M,) and f.dtype == bool for f in flags.values())
         selected = (
             (r["association/det_index"] >= 0)
@@ -292,6 +292,23 @@ def test_batched_problems_stay_independent(fitted):
         # for bit (the torch path agrees to rounding, ~1e-4 m after the fit amplifies it)
         np.testing.assert_array_equal(got.joints, alone.joints)
         np.testing.assert_array_equal(got.betas, alone.betas)
+
+
+def test_the_fits_adam_takes_the_configured_floor_on_both_backends(fitted):
+    """``BodyFitConfig.adam_eps`` reaches the optimiser of every stage of ``fit_batch``: with a floor far
+    above every gradient the fit's steps vanish (``lr * g / (|g| + eps)``) and it ends where a fit without
+    iterations starts, on either backend; with the shipped floor the same iterations move the body."""
+    _, outcomes = fitted
+    inp = _inputs_from_result(outcomes[0].result, 30, 3)
+    body = BodyModel(vertex_keypoints=FACE_KEYPOINTS)
+    plain = BodyFitConfig(iters=(10, 10, 10), second_pass_iters=0)
+    for kernels in ("torch", "fused"):
+        cfg = dataclasses.replace(plain, kernels=kernels)
+        start = fit_sequence(body, inp, dataclasses.replace(cfg, iters=(0, 0, 0))).joints
+        frozen = fit_sequence(body, inp, dataclasses.replace(cfg, adam_eps=1e9)).joints
+        moved = fit_sequence(body, inp, cfg).joints
+        assert np.abs(frozen - start).max() < 1e-5, kernels  # metres
+        assert np.median(np.linalg.norm(moved - start, axis=-1)) > 0.01, kernels  # the fit moves the body
 
 
 def test_each_problem_weighs_its_smoothness_by_its_own_wearers_speed(fitted):

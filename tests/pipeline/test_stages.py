@@ -22,9 +22,11 @@ def test_frames_whose_fitted_eyes_are_far_from_the_aria_anchor_are_not_valid(syn
     eyes' distances from the anchor (the fit itself is the same: validity does not feed back into it):
     the frames farther than that lose their validity and carry ``EYE_ARIA_FAR``, the others keep theirs;
     with ``trust.max_face_anchor_m`` at half of it, the valid frames farther than that keep their body's
-    trust but not their face's."""
+    trust but not their face's. The gaps the Aria holds are off in both fits: whether the Aria holds
+    the head in a gap depends on ``trust.max_face_anchor_m`` too."""
     uid = EgoExoDataset(synth_root).takes()[0].take_uid
-    base = run_fit(synth_root, uid, tmp_path / "a", FAST, progress=False, plot=False).result
+    fast = with_leaf(FAST, "trust.max_aria_gap_s", 0.0)
+    base = run_fit(synth_root, uid, tmp_path / "a", fast, progress=False, plot=False).result
     eyes = base["fit/coco17_all"][:, [1, 2]].mean(1)  # the fitted eye midpoint, every frame (world metres)
     dist = np.linalg.norm(eyes - base["aria/position_at_sample"], axis=-1)  # NaN where the anchor is unknown
     assert not base["flags/EYE_ARIA_FAR"].any() and (np.nan_to_num(dist) < 0.30).all()  # the default: none here
@@ -33,7 +35,7 @@ def test_frames_whose_fitted_eyes_are_far_from_the_aria_anchor_are_not_valid(syn
     k = np.argmax(np.diff(known[middle])) + len(known) // 4  # the widest gap among the middle half
     limit = float(0.5 * (known[k] + known[k + 1]))
     far = np.nan_to_num(dist) > limit  # unknown anchor: not far
-    cfg = with_leaf(with_leaf(FAST, "trust.max_eye_anchor_m", limit), "trust.max_face_anchor_m", limit / 2)
+    cfg = with_leaf(with_leaf(fast, "trust.max_eye_anchor_m", limit), "trust.max_face_anchor_m", limit / 2)
     strict = run_fit(synth_root, uid, tmp_path / "b", cfg, progress=False, plot=False).result
     valid, strict_valid = base["valid"].astype(bool), strict["valid"].astype(bool)
     assert (valid & far).sum() > 10 and (valid & ~far).sum() > 10  # both sides of the limit are exercised
