@@ -93,7 +93,7 @@ class BodyFitConfig:
     # that differ by float rounding agree to ~0.5 mm instead of ~2 mm, and are as accurate or better)
     adam_eps: float = 1e-8  # Adam's denominator floor (torch's default): a parameter whose gradient is far
     # below it moves in proportion to its gradient, above it by about one learning rate in its sign's
-    # direction (docs/pipeline.md, "Adam's floor": 1e-5 measured, not the default yet)
+    # direction (docs/pipeline.md, "Adam's floor": 1e-5 and 1e-6 measured, neither adopted)
     sigma_px: float = 100.0
     w_rep: float = 1.0
     rep_reference_px: float = 640.0  # per problem, the reprojection term is scaled up by (this / the wearer's

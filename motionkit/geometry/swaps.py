@@ -15,7 +15,9 @@ Where the other views cannot test a pair (it is seen in one or two views only), 
 followed in time instead (``temporal_lr_swaps``): between consecutive frames of one view, the pair's
 two labels move little when the labelling is the same and jump by the pair's separation when it
 changed. A short run of frames bounded by such jumps, within a stretch of frames that all link, has
-the labelling of the shorter side and is swapped back.
+the labelling of the shorter side and is swapped back. The whole body of a view is followed the same
+way, its changes the frames where most pairs jump at once (a detector's flip of a body), and its runs
+may be longer: where two views see the wearer, neither can be tested against the other.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class SwapConfig:
     temporal_ratio: float = 0.5  # a labelling change: the crossed motion below this share of the straight one
     temporal_jump: float = 0.25  # frames link when the pair moves less than this share of the box height
     temporal_max_s: float = 0.4  # only runs this short (seconds) are swapped back
+    temporal_body_max_s: float = 1.5  # ... or, where most pairs of a view change together, this short
+    temporal_body_pairs: int = 3  # the pairs that must link, and change, for the whole body to (``temporal_lr_swaps``)
 
 
 def leave_one_out_projections(pixels: np.ndarray, conf: np.ndarray, rig: CameraRig) -> np.ndarray:
@@ -131,6 +135,7 @@ def temporal_lr_swaps(
     max_frames: int,
     cfg: SwapConfig | None = None,
     keep: np.ndarray | None = None,
+    max_body_frames: int = 0,
 ) -> np.ndarray:
     """``(F, V, P)`` bool: the short runs of frames whose left/right labels changed twice in time.
 
@@ -139,19 +144,23 @@ def temporal_lr_swaps(
             ``detect_lr_swaps``).
         box_height: ``(F, V)`` pixels, the height of the box the keypoints belong to (NaN: none).
         linked: ``(F - 1,)`` bool, whether frames ``f`` and ``f + 1`` are consecutive samples.
-        max_frames: the longest run that is swapped back.
+        max_frames: the longest run of one pair that is swapped back.
         keep: ``(F, V, P)`` bool, frames whose labelling stays as it is (``detect_lr_swaps``'s verdicts):
             a run that holds one is left alone.
+        max_body_frames: the longest run of the whole body that is swapped back (0: none).
 
     Per view and pair, consecutive frames link when both labels are present in both and the pair
     moves less than ``temporal_jump`` box heights (either way of labelling it); a link is a change of
     labelling when the crossed motion ``|a_t - b_{t-1}| + |b_t - a_{t-1}|`` is below
     ``temporal_ratio`` times the straight one. Within a chain of linked frames, runs between changes
     alternate in labelling; the parity that covers fewer frames is the wrong one, and its runs that
-    are bounded by changes on both sides and at most ``max_frames`` long are returned.
+    are bounded by changes on both sides and at most ``max_frames`` long are returned. The whole body
+    of a view is followed the same way, its frames linked where ``temporal_body_pairs`` or more pairs
+    link, a change where that many pairs change and they are most of the linked ones (a detector that
+    flips the whole body flips every pair in the same frame; two arms swapped together are not most
+    of a body): its wrong runs of at most ``max_body_frames`` have every pair swapped.
     """
     cfg = cfg or SwapConfig()
-    F, V = pixels.shape[:2]
     pa, pb = pixels[:, :, COCO17_LEFT], pixels[:, :, COCO17_RIGHT]  # (F, V, P, 2)
     both = np.isfinite(pa).all(-1) & np.isfinite(pb).all(-1)
     straight = np.linalg.norm(pa[1:] - pa[:-1], axis=-1) + np.linalg.norm(pb[1:] - pb[:-1], axis=-1)
@@ -160,8 +169,23 @@ def temporal_lr_swaps(
     with np.errstate(invalid="ignore"):
         link = both[1:] & both[:-1] & linked[:, None, None] & (np.fmin(straight, crossed) < cfg.temporal_jump * height)
         change = link & (crossed < cfg.temporal_ratio * straight)
+    out = _minority_runs(link, change, keep, max_frames)
+    if max_body_frames > 0:
+        n_link, n_change = link.sum(-1, keepdims=True), change.sum(-1, keepdims=True)  # (F - 1, V, 1)
+        body_link = n_link >= cfg.temporal_body_pairs
+        body_change = body_link & (n_change >= cfg.temporal_body_pairs) & (2 * n_change > n_link)
+        body_keep = None if keep is None else keep.any(-1, keepdims=True)
+        out |= _minority_runs(body_link, body_change, body_keep, max_body_frames)
+    return out
+
+
+def _minority_runs(link: np.ndarray, change: np.ndarray, keep: np.ndarray | None, max_frames: int) -> np.ndarray:
+    """``(F, V, P)`` bool, ``temporal_lr_swaps``'s runs from ``link``, ``change (F - 1, V, P)`` bool (frames
+    ``f`` and ``f + 1`` linked, their labelling changed) and ``keep (F, V, P)``: in each chain of linked
+    frames the runs of the parity that covers fewer frames, bounded by changes on both sides, at most
+    ``max_frames`` long and holding no ``keep``."""
+    F, V, P = link.shape[0] + 1, link.shape[1], link.shape[2]
     # every (view, pair) a row of frames, the rows laid end to end: chain and run ids are global
-    P = pa.shape[2]
     link_in = _rows(np.concatenate([np.zeros((1, V, P), bool), link]))  # frame f linked to f - 1
     change_in = _rows(np.concatenate([np.zeros((1, V, P), bool), change]))
     chain_start = ~link_in
@@ -205,7 +229,8 @@ def find_lr_swaps(
     step = float(np.median(dt))
     corrected = apply_lr_swaps(np.where((conf > 0)[..., None], pixels, np.nan), swap)
     max_frames = max(int(round(cfg.temporal_max_s / step)), 1)
-    return swap | temporal_lr_swaps(corrected, box_height, dt < 1.5 * step, max_frames, cfg, keep=swap)
+    max_body_frames = max(int(round(cfg.temporal_body_max_s / step)), 0)
+    return swap | temporal_lr_swaps(corrected, box_height, dt < 1.5 * step, max_frames, cfg, swap, max_body_frames)
 
 
 def apply_lr_swaps(values: np.ndarray, swap: np.ndarray) -> np.ndarray:

@@ -134,6 +134,30 @@ def test_short_runs_of_changed_labels_are_found_in_time(take_15fps):
     assert not temporal_lr_swaps(bad, height, gap, 6)[20:25, 0, ARM].any()
 
 
+def test_a_longer_flip_of_the_whole_body_is_found_in_time(take_15fps):
+    """A detector that flips the whole body of a view flips every pair in the same frame: such a run
+    is swapped back up to ``max_body_frames`` long, where one pair's run stops at ``max_frames``; both
+    arms swapped together for as long are not a flip of the body (the hips and shoulders did not
+    change), and without ``max_body_frames`` nothing that long is touched."""
+    rig, X = take_15fps
+    rng = np.random.default_rng(3)
+    px = rig.project(X) + rng.normal(0, 4.0, (len(X), len(rig), 17, 2))
+    height = np.nanmax(px[..., 1], -1) - np.nanmin(px[..., 1], -1)
+    truth = np.zeros((len(X), len(rig), len(COCO17_LR_PAIRS)), bool)
+    truth[30:42, 2] = True  # the whole body of view 2 for 12 frames (0.8 s at 15 fps)
+    truth[60:72, 1, ARM] = True  # both arms of view 1 for as long
+    bad = apply_lr_swaps(px, truth)
+    linked = np.ones(len(X) - 1, bool)
+    found = temporal_lr_swaps(bad, height, linked, 6, max_body_frames=22)
+    apart = _apart(px)
+    body = truth[..., 0] & (np.arange(len(rig)) == 2)
+    assert body.sum() == 12 and (truth[body] & apart[body]).sum() >= 60
+    assert found[body].all()  # every pair of every flipped frame, those too close to tell apart as well
+    assert not found[~body].any()  # the arms' long run and every right frame stay as they are
+    assert not temporal_lr_swaps(bad, height, linked, 6)[30:42].any()
+    assert not temporal_lr_swaps(bad, height, linked, 6, max_body_frames=11)[30:42].any()
+
+
 def test_find_lr_swaps_follows_a_pair_that_only_one_view_sees(take_15fps):
     rig, X = take_15fps
     rng = np.random.default_rng(2)
