@@ -177,3 +177,22 @@ def test_find_lr_swaps_follows_a_pair_that_only_one_view_sees(take_15fps):
     assert not cross_view_only[sel, wrist].any()
     assert both[sel, wrist].all()
     assert not find_lr_swaps(bad, conf, rig, height, time_s, SwapConfig(temporal=False))[sel, wrist].any()
+
+
+def test_find_lr_swaps_turns_back_a_long_flip_of_a_body_that_two_views_see(take_15fps):
+    """Two views see the wearer, one of them flipped whole for 0.8 s: the cross-view test cannot say
+    which, the pair-by-pair test in time stops at 0.4 s, and ``swaps.temporal_body_max_s`` (1.5 s)
+    swaps the flipped frames back."""
+    rig, X = take_15fps
+    rng = np.random.default_rng(4)
+    px = rig.project(X) + rng.normal(0, 4.0, (len(X), len(rig), 17, 2))
+    conf = np.where(np.isfinite(px).all(-1), 0.9, 0.0)
+    conf[:, 2:] = 0.0  # views 0 and 1 only
+    truth = np.zeros((len(X), len(rig), len(COCO17_LR_PAIRS)), bool)
+    truth[30:42, 1] = True  # 12 frames at 15 fps
+    bad = apply_lr_swaps(px, truth)
+    height = np.nanmax(px[..., 1], -1) - np.nanmin(px[..., 1], -1)
+    time_s = np.arange(len(X)) / 15.0
+    found = find_lr_swaps(bad, conf, rig, height, time_s)
+    assert found[30:42, 1].all() and not found[~truth].any()
+    assert not find_lr_swaps(bad, conf, rig, height, time_s, SwapConfig(temporal_body_max_s=0.0))[30:42, 1].any()
