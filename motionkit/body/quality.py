@@ -188,15 +188,26 @@ def _at_most(x: np.ndarray, limit: float) -> np.ndarray:
     return np.less_equal(x, limit, out=np.zeros(x.shape, bool), where=np.isfinite(x))
 
 
+def _samples(seconds: float, fps: float) -> int:
+    """How many samples at ``fps`` last ``seconds`` (one at the least)."""
+    return max(1, int(round(seconds * fps)))
+
+
 def _long_runs(seen: np.ndarray, fps: float, min_run_s: float) -> np.ndarray:
     """``(R, 2)`` ``[start, stop)`` of the runs of ``seen (M,)`` at least ``min_run_s`` (one sample) long."""
     runs = np.array(valid_runs(seen), dtype=np.int64).reshape(-1, 2)
-    return runs[runs[:, 1] - runs[:, 0] >= max(1, int(round(min_run_s * fps)))]
+    return runs[runs[:, 1] - runs[:, 0] >= _samples(min_run_s, fps)]
 
 
 def _gaps_between(runs: np.ndarray) -> np.ndarray:
     """``(R - 1, 2)`` ``[start, stop)`` of the gaps between consecutive runs ``(R, 2)``."""
     return np.c_[runs[:-1, 1], runs[1:, 0]]
+
+
+def _count_in(mask: np.ndarray, spans: np.ndarray) -> np.ndarray:
+    """``(S,)`` int: how many frames of each ``[start, stop)`` span ``(S, 2)`` are set in ``mask (M,)``."""
+    n = np.r_[0, np.cumsum(mask)]
+    return n[spans[:, 1]] - n[spans[:, 0]]
 
 
 def _covered(spans: np.ndarray, M: int) -> np.ndarray:
@@ -228,13 +239,10 @@ def valid_frames(n_views: np.ndarray, fps: float, cfg: TrustConfig, n_seen_views
     spans = np.r_[runs, gaps[bridged]]
     if n_seen_views is not None:
         seen = _long_runs(np.asarray(n_seen_views) >= 2, fps, cfg.min_seen_run_s)
-        n_strong = np.r_[0, np.cumsum(strong)]
-        anchored = n_strong[seen[:, 1]] > n_strong[seen[:, 0]]
-        long = seen[:, 1] - seen[:, 0] >= max(1, int(round(cfg.min_partial_run_s * fps)))
-        keep = anchored | long
-        if positions is not None:
-            n_fast = np.r_[0, np.cumsum(body_speed(positions, fps) > cfg.max_partial_speed_m_s)]
-            keep |= n_fast[seen[:, 1]] == n_fast[seen[:, 0]]  # a still body throughout the run
+        anchored = _count_in(strong, seen) > 0
+        keep = anchored | (seen[:, 1] - seen[:, 0] >= _samples(cfg.min_partial_run_s, fps))
+        if positions is not None:  # a still body throughout the run
+            keep |= _count_in(body_speed(positions, fps) > cfg.max_partial_speed_m_s, seen) == 0
         spans = np.r_[spans, seen[keep]]
     return _covered(spans, len(n_views))
 
@@ -264,9 +272,8 @@ def aria_held_gaps(valid: np.ndarray, held: np.ndarray, positions: np.ndarray, f
     strays = ~np.asarray(held, dtype=bool) | ~_at_most(
         np.linalg.norm(positions - positions[last_valid], axis=-1), cfg.max_aria_gap_travel_m
     )  # (M,) in a gap: not held, or the pelvis too far from where it was before
-    n_strays = np.r_[0, np.cumsum(strays)]
     after = np.linalg.norm(positions[gaps[:, 1]] - positions[gaps[:, 0] - 1], axis=-1)  # the frame after it
-    bridged = (n_strays[gaps[:, 1]] == n_strays[gaps[:, 0]]) & _at_most(after, cfg.max_aria_gap_travel_m)
+    bridged = (_count_in(strays, gaps) == 0) & _at_most(after, cfg.max_aria_gap_travel_m)
     return valid | _covered(gaps[bridged], len(valid))
 
 
@@ -309,7 +316,7 @@ def quality_flags(joints, valid, n_views, fps, eye_anchor_m, reproj_px=None, tru
         vel[1:] = np.linalg.norm(np.diff(body, axis=0), axis=-1).max(-1) * fps
     if len(body) >= 3:
         acc[1:-1] = np.linalg.norm(body[2:] - 2 * body[1:-1] + body[:-2], axis=-1).max(-1) * fps**2
-    window = max(1, int(round(STATIC_WINDOW_S * fps)))
+    window = _samples(STATIC_WINDOW_S, fps)
     static = maximum_filter1d(vel, window, mode="nearest") < STATIC_M_S if len(vel) else np.zeros(0, bool)
     high_reproj = np.zeros(len(body), bool)
     if reproj_px is not None:

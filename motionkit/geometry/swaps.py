@@ -83,14 +83,12 @@ def detect_lr_swaps(pixels: np.ndarray, conf: np.ndarray, rig: CameraRig, cfg: S
         if not len(todo):
             break
         error = np.full((len(todo), V), np.inf)  # the frame's error with each view's candidates swapped
-        for v in range(V):
+        for v in np.flatnonzero(found.any((0, 2))):
             has = found[:, v].any(-1)
-            if has.any():
-                alone = np.zeros_like(found[has])
-                alone[:, v] = found[has, v]
-                error[has, v] = leave_one_out_error(
-                    apply_lr_swaps(now_px[has], alone), apply_lr_swaps(now_w[has], alone), rig, cfg
-                )
+            alone = found[has] & (np.arange(V) == v)[:, None]  # view v's candidates only
+            error[has, v] = leave_one_out_error(
+                apply_lr_swaps(now_px[has], alone), apply_lr_swaps(now_w[has], alone), rig, cfg
+            )
         swap[todo] ^= found & (np.arange(V)[:, None] == np.argmin(error, axis=1)[:, None, None])
     return swap
 
