@@ -163,6 +163,16 @@ def nearest_take_frames(frame_pos: np.ndarray) -> np.ndarray:
 # joint limits of the fit (SMPLify's angle prior): (SMPL-X joint, axis, min, max) on the local axis-angle, radians
 SMPLX_JOINT_LIMITS = ((4, 0, 0.0, math.inf), (5, 0, 0.0, math.inf), (18, 1, -math.inf, 0.0), (19, 1, 0.0, math.inf))
 
+# bones whose direction the fit bounds (``BodyFitConfig.hinge_max_rad``, ``hip_extension_max_rad``):
+# (SMPL-X joint, column, sign, axis): the child bone's rest direction is ``sign`` times the joint frame's
+# ``column``-th axis (0 or 1: the columns the 6D rotation holds), and the bound is on its component along
+# ``axis``. A knee bends about x with the shin along -y, an elbow about y with the forearm along +x (left)
+# or -x (right) in the T pose: flexion and a twist about the child bone keep the bone in the plane normal
+# to the axis, a sideways bend takes it out. A hip moves the thigh (rest along -y) forward (+z) in
+# flexion, back in extension.
+SMPLX_HINGES = ((4, 1, -1.0, 0), (5, 1, -1.0, 0), (18, 0, 1.0, 1), (19, 0, -1.0, 1))
+SMPLX_HIPS = ((1, 1, -1.0, 2), (2, 1, -1.0, 2))
+
 
 def eye_rows(names: tuple[str, ...]) -> tuple[int, int]:
     """The rows of the left and right eye in a ``BodyModel`` output ``(..., 55 + K, 3)`` whose vertex

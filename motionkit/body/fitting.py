@@ -32,6 +32,7 @@ from motionkit.body.objective import (
     PRIOR_TERMS,
     HeadRows,
     ankle_floor,
+    bone_ranges,
     floor_penalty,
     head_motion_index,
     head_motion_pairs,
@@ -105,6 +106,12 @@ class BodyFitConfig:
     w_orient_smooth: float = 1.0
     w_pose: float = 1e-5
     w_limits: float = 1.0
+    w_bones: float = 0.0  # bone directions out of range (the ``bones`` prior term; 0: off, 1: on, docs/
+    # pipeline.md "Knees and elbows bend one way"): a knee's shin or an elbow's forearm more than ...
+    hinge_max_rad: float = 0.25  # ... this out of the plane it bends in (a knee's sideways play and an elbow's
+    # carrying angle stay within it) ...
+    hip_extension_max_rad: float = 0.6  # ... or a thigh more than this behind the hip (the synthetic world's
+    # wearers reach 0.42, a person about 0.5)
     w_shape: float = 1e-5
     w_head: float = 0.1  # the fitted head's motion against the Aria head anchor's (``objective.head_motion``) ...
     head_lags: tuple[int, ...] = (1, 2, 4, 8)  # ... over these lags (grid frames) ...
@@ -561,6 +568,7 @@ def stage_weights(cfg: BodyFitConfig, stage: int, v: FitVariables, n_frames: int
         w["smooth"], w["orient"] = cfg.w_smooth, cfg.w_orient_smooth
     if stage >= 1:
         w["rep"], w["pose"], w["limits"], w["head"] = cfg.w_rep, cfg.w_pose, cfg.w_limits, cfg.w_head
+        w["bones"] = cfg.w_bones
     if stage >= 2:  # the head's turn from the Aria: its targets weigh nothing before ``set_head_turn``
         w["head_turn"], w["floor"] = cfg.w_head_turn, cfg.w_floor
     if stage >= 2 and v.learn_betas:
@@ -584,7 +592,8 @@ def stage_terms(ops: ModuleType, body: BodyModel, batch: ProblemBatch, v: FitVar
     else:
         rep = J.new_zeros(batch.P)
     pri = ops.prior_terms(J, batch.coco, batch.tri, tri_w, batch.frame_ok, batch.fps, r,
-                          ops.rot6d_to_rotvec(r)[:, :, 1:], cfg.sigma_3d_m)  # fmt: skip
+                          ops.rot6d_to_rotvec(r)[:, :, 1:], cfg.sigma_3d_m,
+                          bones=bone_ranges(cfg.hinge_max_rad, cfg.hip_extension_max_rad))  # fmt: skip
     head = ops.head_motion(J, batch.head_index, batch.head_delta, batch.head_weight, cfg.head_sigma_m)
     if stage >= 2:  # the head's turn: no targets before the end of stage C (``set_head_turn``)
         turn = ops.head_motion(J, batch.turn_index, batch.turn_target, batch.turn_weight, cfg.head_turn_sigma_m)

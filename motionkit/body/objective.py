@@ -7,6 +7,7 @@ twin; the fit calls it the same way on both backends.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -14,7 +15,7 @@ import numpy as np
 import torch
 
 from motionkit.body.multiscale import reads_by_entry
-from motionkit.conventions import SMPLX_JOINT_LIMITS, WORLD_UP_AXIS
+from motionkit.conventions import SMPLX_HINGES, SMPLX_HIPS, SMPLX_JOINT_LIMITS, WORLD_UP_AXIS
 from motionkit.geometry.camera import rig_to_camera_torch
 from motionkit.geometry.fisheye import kb3_project_torch
 from motionkit.geometry.robust import gmof
@@ -71,6 +72,50 @@ def limit_loss(body_pose_rotvec: torch.Tensor, limits=JOINT_LIMITS) -> torch.Ten
         if math.isfinite(hi):
             loss = loss + torch.relu(a - hi).pow(2)
     return loss
+
+
+def bone_ranges(hinge_max_rad: float, hip_extension_max_rad: float, hinges=SMPLX_HINGES, hips=SMPLX_HIPS) -> tuple:
+    """The rows ``(joint, column, sign, axis, lower, upper)`` of the ``bones`` prior term
+    (``bone_component``): a knee's shin and an elbow's forearm within ``hinge_max_rad`` of the plane they
+    bend in (``conventions.SMPLX_HINGES``; flexion and a twist about the bone keep them in it), a thigh at
+    most ``hip_extension_max_rad`` behind the hip's frontal plane (``SMPLX_HIPS``; flexion unbounded)."""
+    h, e = math.sin(hinge_max_rad), math.sin(hip_extension_max_rad)
+    return tuple((*row, -h, h) for row in hinges) + tuple((*row, -e, math.inf) for row in hips)
+
+
+@functools.lru_cache(maxsize=16)
+def _bone_table(rows, device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+    """``bone_component``'s rows as tensors on a device, built once (no host-to-device copy per
+    iteration: CUDA graphs capture the fit's steps): joints ``(B,)``; ``pick (B, 3, 2)``, the sign at
+    (axis, column); bounds ``(B,)``."""
+    joints = torch.tensor([r[0] for r in rows], dtype=torch.int64, device=device)
+    pick = torch.zeros(len(rows), 3, 2, dtype=dtype)
+    for i, (_, column, sign, axis, *_) in enumerate(rows):
+        pick[i, axis, column] = sign
+    lo, hi = (torch.tensor([r[k] for r in rows], device=device, dtype=dtype) for k in (4, 5))
+    return joints, pick.to(device), lo, hi
+
+
+def bone_component(rot6d: torch.Tensor, rows) -> torch.Tensor:
+    """``(..., B)`` for each row ``(joint, column, sign, axis, ...)`` (``bone_ranges``): the ``axis``
+    component of the joint's child bone, ``sign`` times the ``column``-th column of its local rotation
+    ``rot6d (..., R, 3, 2)`` (the first two columns, Gram-Schmidt as ``roma.special_gramschmidt``; joint 0
+    the root): the sine of the bone's angle to the plane normal to that axis."""
+    joints, pick, _, _ = _bone_table(tuple(rows), rot6d.device, rot6d.dtype)
+    c = rot6d.index_select(-3, joints)  # (..., B, 3, 2)
+    b0 = torch.nn.functional.normalize(c[..., 0], dim=-1)
+    b1 = torch.nn.functional.normalize(c[..., 1] - (b0 * c[..., 1]).sum(-1, keepdim=True) * b0, dim=-1)
+    return (torch.stack([b0, b1], -1) * pick).sum((-1, -2))
+
+
+def bone_excess(rot6d: torch.Tensor, rows) -> torch.Tensor:
+    """``(..., M)`` per frame of ``rot6d (..., M, R, 3, 2)``: ``sum relu(lower - c)^2 + relu(c - upper)^2``
+    over the rows of ``bone_ranges``, ``c`` their ``bone_component``; zeros without rows."""
+    if not len(rows):
+        return rot6d.new_zeros(rot6d.shape[:-3])
+    _, _, lo, hi = _bone_table(tuple(rows), rot6d.device, rot6d.dtype)
+    c = bone_component(rot6d, rows)
+    return (torch.relu(lo - c) ** 2 + torch.relu(c - hi) ** 2).sum(-1)
 
 
 def head_motion_pairs(head: np.ndarray, lags: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -236,11 +281,12 @@ def floor_penalty(ankles: torch.Tensor, floor: torch.Tensor, weight: torch.Tenso
     return (per.sum((1, 2)) / weight.sum((1, 2)).clamp_min(1))[:, None]
 
 
-PRIOR_TERMS = ("3d", "smooth", "orient", "pose", "limits")
+PRIOR_TERMS = ("3d", "smooth", "orient", "pose", "limits", "bones")
 
 
-def prior_terms(J, coco, tri, tri_w, fm, fps, rot6d, rv, sigma_3d: float, limits=JOINT_LIMITS, n_acc: int = 55):
-    """The objective's terms besides the reprojection, unweighted, per problem: ``(P, 5)`` in the order
+def prior_terms(J, coco, tri, tri_w, fm, fps, rot6d, rv, sigma_3d: float, limits=JOINT_LIMITS, n_acc: int = 55,
+                bones=()):  # fmt: skip
+    """The objective's terms besides the reprojection, unweighted, per problem: ``(P, 6)`` in the order
     of ``PRIOR_TERMS`` (torch reference of ``motionkit.kernels.ops.prior_terms``, same arguments). Each is a masked mean
     ``sum w x / max(sum w, 1)``:
 
@@ -249,7 +295,9 @@ def prior_terms(J, coco, tri, tri_w, fm, fps, rot6d, rv, sigma_3d: float, limits
       three frames (``fps (P,)``);
     * ``orient``: squared change of the 6D global orientation ``rot6d[:, :, 0]`` between frames
       (``rot6d (P, M, R, 3, 2)``: joint 0 is the root);
-    * ``pose``: squared angle of the local rotations ``rv (P, M, 21, 3)``; ``limits``: ``limit_loss``.
+    * ``pose``: squared angle of the local rotations ``rv (P, M, 21, 3)``; ``limits``: ``limit_loss``;
+    * ``bones``: ``bone_excess`` of ``rot6d`` with the rows ``bones`` (``bone_ranges``; none: 0), weight
+      ``fm``: knees and elbows bent sideways, thighs behind the hip.
 
     ``J (P, M, Jn, 3)`` metres; ``coco (C,)`` int64; ``tri (P, M, C, 3)``; ``fm (P, M)`` 1 for real frames.
     """
@@ -269,4 +317,5 @@ def prior_terms(J, coco, tri, tri_w, fm, fps, rot6d, rv, sigma_3d: float, limits
         orient = masked_mean(((go6[:, 1:] - go6[:, :-1]) ** 2).sum((-1, -2)), fm[:, 1:] * fm[:, :-1])
     pose = masked_mean((rv**2).sum((-1, -2)), fm)
     lim = masked_mean(limit_loss(rv, limits), fm)
-    return torch.stack([t3d, smooth, orient, pose, lim], -1)
+    bone = masked_mean(bone_excess(rot6d, bones), fm)
+    return torch.stack([t3d, smooth, orient, pose, lim, bone], -1)

@@ -71,7 +71,7 @@ def register_autograd() -> None:
     def prior_backward(ctx, grad_terms, grad_den):
         den, *inp = ctx.saved_tensors
         gJ, ggo, grv = torch.ops.motionkit.prior_terms_backward(grad_terms.contiguous(), den, *inp, *ctx.scalars)
-        return gJ, None, None, None, None, None, ggo, grv, None, None, None
+        return gJ, None, None, None, None, None, ggo, grv, None, None, None, None
 
     lib.register_autograd("motionkit::prior_terms", prior_backward, setup_context=prior_setup)
 
@@ -178,14 +178,30 @@ def _limit_table(limits, n_rot: int, like: torch.Tensor) -> torch.Tensor:
     return _limit_tables[key]
 
 
-def prior_terms(J, coco, tri, tri_w, fm, fps, rot6d, rv, sigma_3d: float, limits=None, n_acc: int = 55) -> torch.Tensor:
-    """The fit's terms besides the reprojection, ``(P, 5)``, fused: same arguments and result as
+def _bone_table(bones, n_rot6d: int, like: torch.Tensor) -> torch.Tensor:
+    """``(B, 6)`` tensor (rot6d joint, column, sign, axis, lower, upper) of the ``bones`` rows
+    (``objective.bone_ranges``) on ``like``'s device and dtype, built and checked once per (rows,
+    device, dtype)."""
+    key = ("bones", tuple(bones), n_rot6d, like.device, like.dtype)
+    if key not in _limit_tables:
+        if any(not (0 <= b[0] < n_rot6d and b[1] in (0, 1) and b[2] in (-1, 1) and 0 <= b[3] < 3) for b in bones):
+            raise ValueError(f"bone rows {bones} name joints outside 0..{n_rot6d - 1}, columns but 0 and 1, signs "
+                             "but +-1 or axes outside 0..2")  # fmt: skip
+        _limit_tables[key] = torch.tensor(bones, dtype=like.dtype).reshape(-1, 6).to(like.device)
+    return _limit_tables[key]
+
+
+def prior_terms(J, coco, tri, tri_w, fm, fps, rot6d, rv, sigma_3d: float, limits=None, n_acc: int = 55,
+                bones=()) -> torch.Tensor:  # fmt: skip
+    """The fit's terms besides the reprojection, ``(P, 6)``, fused: same arguments and result as
     ``motionkit.body.objective.prior_terms`` (3D agreement, acceleration, orientation change, pose,
-    joint limits). Gradients w.r.t. ``J``, ``rot6d`` (its joint 0, the root) and ``rv``."""
+    joint limits, bone ranges). Gradients w.r.t. ``J``, ``rot6d`` (the root, and the joints of
+    ``bones``) and ``rv``."""
     register_autograd()
     table = _limit_table(SMPLX_JOINT_LIMITS if limits is None else limits, rv.shape[-2], J)
+    bone_table = _bone_table(bones, rot6d.shape[-3], J)
     c = [x.contiguous() for x in (J, coco, tri, tri_w, fm, fps, rot6d, rv)]
-    return torch.ops.motionkit.prior_terms(*c, table, float(sigma_3d), int(n_acc))[0]
+    return torch.ops.motionkit.prior_terms(*c, table, bone_table, float(sigma_3d), int(n_acc))[0]
 
 
 class KernelAdam:

@@ -1,5 +1,5 @@
-"""The fit's objective terms (torch reference): joint limits, the robust reprojection, the Aria head terms
-and the ankles' floor."""
+"""The fit's objective terms (torch reference): joint limits, bone ranges, the robust reprojection, the Aria
+head terms and the ankles' floor."""
 
 import numpy as np
 import pytest
@@ -14,6 +14,9 @@ from motionkit.body.model import BodyModel
 from motionkit.body.objective import (
     HeadRows,
     ankle_floor,
+    bone_component,
+    bone_excess,
+    bone_ranges,
     floor_penalty,
     head_motion,
     head_motion_index,
@@ -52,6 +55,65 @@ def test_joint_limit_signs_bend_the_right_way():
         bad = torch.zeros(1, 21, 3)
         bad[0, j - 1, axis] = -0.5 if np.isfinite(lo) else 0.5
         assert float(limit_loss(bad)) > 0
+
+
+def _rot6d(rotvecs: dict[int, list[float]]) -> torch.Tensor:
+    """``(1, 1, 22, 3, 2)`` 6D local rotations, identity but for ``{SMPL-X joint: rotation vector}``."""
+    rv = torch.zeros(22, 3, dtype=torch.float64)
+    for j, v in rotvecs.items():
+        rv[j] = torch.tensor(v, dtype=torch.float64)
+    return roma.rotvec_to_rotmat(rv)[None, None, ..., :2]
+
+
+def test_bone_component_is_the_bones_sideways_bend_in_the_posed_body():
+    bm = BodyModel(dtype=torch.float64, vertex_keypoints=())
+    rows = bone_ranges(0.25, 0.6)
+    knee, ankle = J["left_knee"], J["left_ankle"]
+
+    def shin(rotvec):  # the posed shin's direction, from the body model's own kinematics (hip unrotated)
+        p = torch.zeros(21, 3, dtype=torch.float64)
+        p[knee - 1] = torch.tensor(rotvec, dtype=torch.float64)
+        X = bm(torch.zeros(10, dtype=torch.float64), torch.zeros(3, dtype=torch.float64), p).numpy()
+        d = X[ankle] - X[knee]
+        return d / np.linalg.norm(d)
+
+    rest_x = shin([0.0, 0.0, 0.0])[0]
+    flexed_twisted = (Rotation.from_rotvec([1.7, 0, 0]) * Rotation.from_rotvec([0, 0.6, 0])).as_rotvec()
+    sideways = (Rotation.from_rotvec([1.2, 0, 0]) * Rotation.from_rotvec([0, 0, 0.4])).as_rotvec()
+    for rotvec in ([1.7, 0.0, 0.0], sideways):
+        c = float(bone_component(_rot6d({knee: rotvec}), rows)[0, 0, 0])
+        # the model's rest shin leans by a few degrees from -y: compare the change of its sideways component
+        assert c == pytest.approx(shin(rotvec)[0] - rest_x, abs=0.01)
+    assert float(bone_component(_rot6d({knee: [1.7, 0, 0]}), rows)[0, 0, 0]) == pytest.approx(0.0, abs=1e-12)
+    assert float(bone_component(_rot6d({knee: sideways}), rows)[0, 0, 0]) == pytest.approx(np.sin(0.4), abs=1e-12)
+    # a twist about the (ideal) shin after the flexion leaves the shin in its plane
+    assert float(bone_component(_rot6d({knee: flexed_twisted}), rows)[0, 0, 0]) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_bone_excess_bounds_sideways_knees_and_elbows_and_a_thigh_behind_the_hip():
+    rows = bone_ranges(0.25, 0.6)
+
+    def then(first, second):  # rotation vector of ``second`` applied after ``first`` (local frames)
+        return (Rotation.from_rotvec(second) * Rotation.from_rotvec(first)).as_rotvec()
+
+    # flexion, a twist about the child bone first, a thigh 0.5 rad behind the hip: all within range
+    allowed = {
+        J["left_knee"]: [2.0, 0, 0],
+        J["right_knee"]: then([0, 0.3, 0], [0.5, 0, 0]),
+        J["left_elbow"]: [0, -1.5, 0],
+        J["right_elbow"]: then([0.8, 0, 0], [0, 1.0, 0]),
+        J["left_hip"]: [-1.6, 0, 0],
+        J["right_hip"]: [0.5, 0, 0],
+    }
+    assert float(bone_excess(_rot6d(allowed), rows)) == 0.0
+    bent = {J["left_knee"]: [1.0, 0, 0.5], J["right_elbow"]: [0, 1.0, 0.5], J["right_hip"]: [0.8, 0, 0]}
+    for j, rotvec in bent.items():
+        assert float(bone_excess(_rot6d({**allowed, j: rotvec}), rows)) > 0.0
+    # a hip extension of 0.8 rad costs (sin 0.8 - sin 0.6)^2; flexion of any size nothing
+    assert float(bone_excess(_rot6d({J["right_hip"]: [0.8, 0, 0]}), rows)) == pytest.approx(
+        (np.sin(0.8) - np.sin(0.6)) ** 2
+    )
+    assert float(bone_excess(_rot6d(allowed), ())) == 0.0  # no rows, no cost
 
 
 def test_robust_reprojection_is_zero_on_exact_projections_and_robust():

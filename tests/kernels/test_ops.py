@@ -335,12 +335,18 @@ def _prior_problem(seed: int = 8, P: int = 2, M: int = 7):
     return J, coco, tri, tri_w, fm, fps, rot6d, rv
 
 
+# bone rows (``objective.bone_ranges``) on the 4 joints of ``_prior_problem``'s 6D rotations: both columns,
+# both signs, every axis, two-sided and one-sided bounds
+BONES = ((1, 1, -1.0, 0, -0.25, 0.25), (2, 0, 1.0, 1, -0.25, 0.25), (3, 1, -1.0, 2, -0.5, math.inf),
+         (3, 0, -1.0, 0, -math.inf, 0.1))  # fmt: skip
+
+
 def test_prior_terms_equal_the_torch_reference_forward_and_backward(device):
     J, coco, tri, tri_w, fm, fps, rot6d, rv = args = _prior_problem()
-    ref = prior_terms(*args, 0.1)
+    ref = prior_terms(*args, 0.1, bones=BONES)
     dargs = _to(device, *args)
-    out = ops.prior_terms(*dargs, 0.1)
-    assert (ref[:, 4] > 0).any()  # every term is exercised
+    out = ops.prior_terms(*dargs, 0.1, bones=BONES)
+    assert (ref[:, 4] > 0).any() and (ref[:, 5] > 0).all()  # every term is exercised
     assert _rel(out, ref) < 1e-12
     g = torch.randn(ref.shape, dtype=F64)
     g_ref = torch.autograd.grad((ref * g).sum(), (J, rot6d, rv))
@@ -355,7 +361,7 @@ def test_prior_terms_gradcheck():
     coco = torch.clamp(coco, max=55)
 
     def fn(J, rot6d, rv):
-        return ops.prior_terms(J, coco, tri, tri_w, fm, fps, rot6d, rv, 0.1)
+        return ops.prior_terms(J, coco, tri, tri_w, fm, fps, rot6d, rv, 0.1, bones=BONES)
 
     assert torch.autograd.gradcheck(fn, (J, rot6d, rv))
 

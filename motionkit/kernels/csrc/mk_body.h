@@ -416,6 +416,8 @@ MK_HD T mean_scale(const T* grad, const T* den, int64_t i, double clamp) {
 //   2: orientation   |go6[m+1] - go6[m]|^2, weight fm[m] fm[m+1] (m <= M - 2)
 //   3: pose          |rv|^2 over the 21 body joints, weight fm[m]
 //   4: joint limits  sum_l relu(lo_l - rv[j_l, axis_l])^2 + relu(rv[j_l, axis_l] - hi_l)^2, weight fm[m]
+//   5: bone ranges   sum_b relu(lo_b - c_b)^2 + relu(c_b - hi_b)^2, c_b = sign_b R_b[axis_b, column_b] with R_b
+//      the Gram-Schmidt rotation of go6's joint j_b (a child bone's component along an axis), weight fm[m]
 template <typename T>
 struct PriorData {
   const T* J;           // (M, Jn, 3) posed joints and landmarks
@@ -426,13 +428,14 @@ struct PriorData {
   const T* go6;         // (M, R6, 6) 6D rotations; joint 0 is the global orientation
   const T* rv;          // (M, NR, 3) local body-joint rotation vectors
   const T* limits;      // (L, 4): joint column in rv, axis, lower, upper (+-inf: none)
+  const T* bones;       // (NB, 6): joint in go6, column (0, 1), sign, axis, lower, upper (+-inf: none)
   T fps, sigma3;
   int64_t M;
-  int Jn, C, NR, L, n_acc;  // n_acc: kinematic joints in the acceleration term (55)
+  int Jn, C, NR, L, NB, n_acc;  // n_acc: kinematic joints in the acceleration term (55)
   int R6;                   // rotations per frame in go6
 };
 
-constexpr int kPriorTerms = 5;
+constexpr int kPriorTerms = 6;
 
 // move the problem-0 pointers of d to problem p
 template <typename T>
@@ -456,6 +459,28 @@ MK_HD T prior_3d_residual(const PriorData<T>& d, int64_t m, int c, const T** x, 
   T d2 = 0;
   for (int k = 0; k < 3; ++k) d2 += ((*x)[k] - (*y)[k]) * ((*x)[k] - (*y)[k]);
   return d2;
+}
+
+// bone row b at frame m: its component c (sign x the rotation's entry), and the derivative of the row's
+// squared excess beyond its bounds with respect to c
+template <typename T>
+MK_HD T prior_bone(const PriorData<T>& d, int64_t m, int b, T* excess2, T* dexcess) {
+  const T* row = d.bones + 6 * b;
+  T R[9];
+  gram_schmidt(d.go6 + (m * d.R6 + static_cast<int>(row[0])) * 6, R);
+  const T c = row[2] * R[static_cast<int>(row[3]) * 3 + static_cast<int>(row[1])];
+  const T lo = row[4], hi = row[5];
+  *excess2 = 0;
+  *dexcess = 0;
+  if (isfinite(lo) && c < lo) {
+    *excess2 += (lo - c) * (lo - c);
+    *dexcess -= 2 * (lo - c);
+  }
+  if (isfinite(hi) && c > hi) {
+    *excess2 += (c - hi) * (c - hi);
+    *dexcess += 2 * (c - hi);
+  }
+  return c;
 }
 
 // acceleration of joint j, axis k at frames k0..k0+2 (m/s^2)
@@ -508,10 +533,18 @@ MK_HD void prior_terms_frame(const PriorData<T>& d, int64_t m, T* num, T* den) {
     if (isfinite(lo) && a < lo) lim += (lo - a) * (lo - a);
     if (isfinite(hi) && a > hi) lim += (a - hi) * (a - hi);
   }
+  T bone = 0;
+  for (int b = 0; b < d.NB; ++b) {
+    T e2, de;
+    prior_bone(d, m, b, &e2, &de);
+    bone += e2;
+  }
   num[3] += w * pose;
   den[3] += w;
   num[4] += w * lim;
   den[4] += w;
+  num[5] += w * bone;
+  den[5] += w;
 }
 
 // gradients of sum_i scale[i] * num_i (scale = upstream gradient / clamped denominator) w.r.t. frame m's joints
@@ -556,6 +589,18 @@ MK_HD void prior_terms_frame_backward(const PriorData<T>& d, int64_t m, const T*
     const T lo = d.limits[4 * l + 2], hi = d.limits[4 * l + 3];
     if (isfinite(lo) && a < lo) grv[e] -= scale[4] * w * 2 * (lo - a);
     if (isfinite(hi) && a > hi) grv[e] += scale[4] * w * 2 * (a - hi);
+  }
+  // bone ranges: the gradient of the rotation's one entry, through Gram-Schmidt, into that joint's 6D rows
+  // (ggo holds the frame's R6 x 6 block; the bones never name joint 0, whose rows are set above)
+  for (int b = 0; b < d.NB; ++b) {
+    T e2, de;
+    prior_bone(d, m, b, &e2, &de);
+    if (de == T(0)) continue;
+    const T* row = d.bones + 6 * b;
+    const int j = static_cast<int>(row[0]);
+    T gR[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    gR[static_cast<int>(row[3]) * 3 + static_cast<int>(row[1])] = scale[5] * w * de * row[2];
+    gram_schmidt_backward(d.go6 + (m * d.R6 + j) * 6, gR, ggo + j * 6);
   }
 }
 

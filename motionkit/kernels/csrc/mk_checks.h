@@ -138,13 +138,13 @@ inline void check_adam_inputs(const at::Tensor& param, const at::Tensor& exp_avg
 
 struct PriorSizes {
   int64_t P, M;
-  int Jn, C, NR, L;
+  int Jn, C, NR, L, NB;
 };
 
 inline PriorSizes check_prior_inputs(const at::Tensor& J, const at::Tensor& coco, const at::Tensor& tri,
                                      const at::Tensor& tri_w, const at::Tensor& fm, const at::Tensor& fps,
                                      const at::Tensor& go6, const at::Tensor& rv, const at::Tensor& limits,
-                                     int64_t n_acc) {
+                                     const at::Tensor& bones, int64_t n_acc) {
   TORCH_CHECK(J.dim() == 4 && J.size(3) == 3, "motionkit.prior_terms: J must be (P, M, Jn, 3), got ", J.sizes());
   const int64_t P = J.size(0), M = J.size(1), Jn = J.size(2), C = coco.size(0), NR = rv.size(2);
   TORCH_CHECK(coco.dim() == 1 && coco.scalar_type() == at::kLong && coco.is_contiguous() &&
@@ -162,20 +162,29 @@ inline PriorSizes check_prior_inputs(const at::Tensor& J, const at::Tensor& coco
               "motionkit.prior_terms: rv must be (P, M, NR, 3), got ", rv.sizes());
   TORCH_CHECK(limits.dim() == 2 && limits.size(1) == 4, "motionkit.prior_terms: limits must be (L, 4), got ",
               limits.sizes());
+  TORCH_CHECK(bones.dim() == 2 && bones.size(1) == 6, "motionkit.prior_terms: bones must be (B, 6), got ",
+              bones.sizes());
   TORCH_CHECK(n_acc >= 1 && n_acc <= Jn, "motionkit.prior_terms: n_acc ", n_acc, " out of 1..", Jn);
-  // index values (coco < Jn, limit joints < NR, axes < 3) are checked once by the Python wrapper: reading
+  // index values (coco < Jn, limit joints < NR, bone joints < R, axes < 3) are checked once by the Python
+  // wrapper: reading
   // them here would synchronise with the GPU on every call
   check_same(J, J, "J");
   for (auto& [x, name] : {std::pair<const at::Tensor&, const char*>{tri, "tri"}, {tri_w, "tri_w"}, {fm, "fm"},
-                          {fps, "fps"}, {go6, "go6"}, {rv, "rv"}, {limits, "limits"}})
+                          {fps, "fps"}, {go6, "go6"}, {rv, "rv"}, {limits, "limits"}, {bones, "bones"}})
     check_same(J, x, name);
-  return {P, M, static_cast<int>(Jn), static_cast<int>(C), static_cast<int>(NR), static_cast<int>(limits.size(0))};
+  return {P,
+          M,
+          static_cast<int>(Jn),
+          static_cast<int>(C),
+          static_cast<int>(NR),
+          static_cast<int>(limits.size(0)),
+          static_cast<int>(bones.size(0))};
 }
 
 template <typename T>
 PriorData<T> prior_data(const at::Tensor& J, const at::Tensor& coco, const at::Tensor& tri, const at::Tensor& tri_w,
                         const at::Tensor& fm, const at::Tensor& go6, const at::Tensor& rv, const at::Tensor& limits,
-                        const PriorSizes& s, T sigma3, int64_t n_acc) {
+                        const at::Tensor& bones, const PriorSizes& s, T sigma3, int64_t n_acc) {
   PriorData<T> d;
   d.J = J.data_ptr<T>();
   d.coco = coco.data_ptr<int64_t>();
@@ -185,6 +194,7 @@ PriorData<T> prior_data(const at::Tensor& J, const at::Tensor& coco, const at::T
   d.go6 = go6.data_ptr<T>();
   d.rv = rv.data_ptr<T>();
   d.limits = limits.data_ptr<T>();
+  d.bones = s.NB ? bones.data_ptr<T>() : nullptr;
   d.fps = 0;
   d.sigma3 = sigma3;
   d.M = s.M;
@@ -192,6 +202,7 @@ PriorData<T> prior_data(const at::Tensor& J, const at::Tensor& coco, const at::T
   d.C = s.C;
   d.NR = s.NR;
   d.L = s.L;
+  d.NB = s.NB;
   d.n_acc = static_cast<int>(n_acc);
   d.R6 = static_cast<int>(go6.size(2));
   return d;

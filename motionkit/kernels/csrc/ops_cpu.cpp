@@ -228,12 +228,14 @@ at::Tensor head_motion_backward_cpu(const at::Tensor& grad, const at::Tensor& jo
 std::tuple<at::Tensor, at::Tensor> prior_terms_cpu(const at::Tensor& J, const at::Tensor& coco, const at::Tensor& tri,
                                                    const at::Tensor& tri_w, const at::Tensor& fm,
                                                    const at::Tensor& fps, const at::Tensor& go6, const at::Tensor& rv,
-                                                   const at::Tensor& limits, double sigma3, int64_t n_acc) {
-  auto s = mk::check_prior_inputs(J, coco, tri, tri_w, fm, fps, go6, rv, limits, n_acc);
+                                                   const at::Tensor& limits, const at::Tensor& bones, double sigma3,
+                                                   int64_t n_acc) {
+  auto s = mk::check_prior_inputs(J, coco, tri, tri_w, fm, fps, go6, rv, limits, bones, n_acc);
   constexpr int K = mk::kPriorTerms;
   auto partial = at::empty({s.P, s.M, 2 * K}, J.options());
   AT_DISPATCH_FLOATING_TYPES(J.scalar_type(), "prior_terms_cpu", [&] {
-    auto d = mk::prior_data<scalar_t>(J, coco, tri, tri_w, fm, go6, rv, limits, s, static_cast<scalar_t>(sigma3),
+    auto d = mk::prior_data<scalar_t>(J, coco, tri, tri_w, fm, go6, rv, limits, bones, s,
+                                      static_cast<scalar_t>(sigma3),
                                       n_acc);
     const scalar_t* f = fps.data_ptr<scalar_t>();
     scalar_t* part = partial.data_ptr<scalar_t>();
@@ -247,14 +249,16 @@ std::tuple<at::Tensor, at::Tensor> prior_terms_cpu(const at::Tensor& J, const at
 std::tuple<at::Tensor, at::Tensor, at::Tensor> prior_terms_backward_cpu(
     const at::Tensor& grad, const at::Tensor& den, const at::Tensor& J, const at::Tensor& coco, const at::Tensor& tri,
     const at::Tensor& tri_w, const at::Tensor& fm, const at::Tensor& fps, const at::Tensor& go6, const at::Tensor& rv,
-    const at::Tensor& limits, double sigma3, int64_t n_acc) {
-  auto s = mk::check_prior_inputs(J, coco, tri, tri_w, fm, fps, go6, rv, limits, n_acc);
+    const at::Tensor& limits, const at::Tensor& bones, double sigma3,
+    int64_t n_acc) {
+  auto s = mk::check_prior_inputs(J, coco, tri, tri_w, fm, fps, go6, rv, limits, bones, n_acc);
   auto g = grad.contiguous();
   auto gJ = at::empty_like(J);
-  auto ggo = at::zeros_like(go6);  // only joint 0 (the global orientation) gets a gradient
+  auto ggo = at::zeros_like(go6);  // joint 0 (the global orientation) and the bones' joints get a gradient
   auto grv = at::empty_like(rv);
   AT_DISPATCH_FLOATING_TYPES(J.scalar_type(), "prior_terms_backward_cpu", [&] {
-    auto d = mk::prior_data<scalar_t>(J, coco, tri, tri_w, fm, go6, rv, limits, s, static_cast<scalar_t>(sigma3),
+    auto d = mk::prior_data<scalar_t>(J, coco, tri, tri_w, fm, go6, rv, limits, bones, s,
+                                      static_cast<scalar_t>(sigma3),
                                       n_acc);
     const scalar_t *f = fps.data_ptr<scalar_t>(), *gp = g.data_ptr<scalar_t>(), *dn = den.data_ptr<scalar_t>();
     scalar_t *oJ = gJ.data_ptr<scalar_t>(), *ogo = ggo.data_ptr<scalar_t>(), *orv = grv.data_ptr<scalar_t>();

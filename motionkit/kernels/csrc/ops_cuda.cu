@@ -311,12 +311,14 @@ at::Tensor head_motion_backward_cuda(const at::Tensor& grad, const at::Tensor& j
 std::tuple<at::Tensor, at::Tensor> prior_terms_cuda(const at::Tensor& J, const at::Tensor& coco, const at::Tensor& tri,
                                                     const at::Tensor& tri_w, const at::Tensor& fm,
                                                     const at::Tensor& fps, const at::Tensor& go6, const at::Tensor& rv,
-                                                    const at::Tensor& limits, double sigma3, int64_t n_acc) {
-  auto s = mk::check_prior_inputs(J, coco, tri, tri_w, fm, fps, go6, rv, limits, n_acc);
+                                                    const at::Tensor& limits, const at::Tensor& bones, double sigma3,
+                                                    int64_t n_acc) {
+  auto s = mk::check_prior_inputs(J, coco, tri, tri_w, fm, fps, go6, rv, limits, bones, n_acc);
   c10::cuda::CUDAGuard guard(J.device());
   auto partial = at::empty({s.P, s.M, 2 * mk::kPriorTerms}, J.options());
   AT_DISPATCH_FLOATING_TYPES(J.scalar_type(), "prior_terms_cuda", [&] {
-    auto d = mk::prior_data<scalar_t>(J, coco, tri, tri_w, fm, go6, rv, limits, s, static_cast<scalar_t>(sigma3),
+    auto d = mk::prior_data<scalar_t>(J, coco, tri, tri_w, fm, go6, rv, limits, bones, s,
+                                      static_cast<scalar_t>(sigma3),
                                       n_acc);
     MK_LAUNCH(prior_kernel<scalar_t>, s.P * s.M, d, fps.data_ptr<scalar_t>(), s.P, partial.data_ptr<scalar_t>());
   });
@@ -326,15 +328,17 @@ std::tuple<at::Tensor, at::Tensor> prior_terms_cuda(const at::Tensor& J, const a
 std::tuple<at::Tensor, at::Tensor, at::Tensor> prior_terms_backward_cuda(
     const at::Tensor& grad, const at::Tensor& den, const at::Tensor& J, const at::Tensor& coco, const at::Tensor& tri,
     const at::Tensor& tri_w, const at::Tensor& fm, const at::Tensor& fps, const at::Tensor& go6, const at::Tensor& rv,
-    const at::Tensor& limits, double sigma3, int64_t n_acc) {
-  auto s = mk::check_prior_inputs(J, coco, tri, tri_w, fm, fps, go6, rv, limits, n_acc);
+    const at::Tensor& limits, const at::Tensor& bones, double sigma3,
+    int64_t n_acc) {
+  auto s = mk::check_prior_inputs(J, coco, tri, tri_w, fm, fps, go6, rv, limits, bones, n_acc);
   c10::cuda::CUDAGuard guard(J.device());
   auto g = grad.contiguous();
   auto gJ = at::empty_like(J);
-  auto ggo = at::zeros_like(go6);  // only joint 0 (the global orientation) gets a gradient
+  auto ggo = at::zeros_like(go6);  // joint 0 (the global orientation) and the bones' joints get a gradient
   auto grv = at::empty_like(rv);
   AT_DISPATCH_FLOATING_TYPES(J.scalar_type(), "prior_terms_backward_cuda", [&] {
-    auto d = mk::prior_data<scalar_t>(J, coco, tri, tri_w, fm, go6, rv, limits, s, static_cast<scalar_t>(sigma3),
+    auto d = mk::prior_data<scalar_t>(J, coco, tri, tri_w, fm, go6, rv, limits, bones, s,
+                                      static_cast<scalar_t>(sigma3),
                                       n_acc);
     MK_LAUNCH(prior_backward_kernel<scalar_t>, s.P * s.M, d, fps.data_ptr<scalar_t>(), s.P,
               g.data_ptr<scalar_t>(), den.data_ptr<scalar_t>(), gJ.data_ptr<scalar_t>(), ggo.data_ptr<scalar_t>(), grv.data_ptr<scalar_t>());

@@ -25,10 +25,11 @@ TORCH_LIBRARY(motionkit, m) {
       "Tensor weight, Tensor partner, float sigma) -> (Tensor, Tensor)");
   m.def(
       "prior_terms(Tensor J, Tensor coco, Tensor tri, Tensor tri_w, Tensor fm, Tensor fps, Tensor go6, Tensor rv, "
-      "Tensor limits, float sigma3, int n_acc) -> (Tensor, Tensor)");
+      "Tensor limits, Tensor bones, float sigma3, int n_acc) -> (Tensor, Tensor)");
   m.def(
       "prior_terms_backward(Tensor grad, Tensor den, Tensor J, Tensor coco, Tensor tri, Tensor tri_w, Tensor fm, "
-      "Tensor fps, Tensor go6, Tensor rv, Tensor limits, float sigma3, int n_acc) -> (Tensor, Tensor, Tensor)");
+      "Tensor fps, Tensor go6, Tensor rv, Tensor limits, Tensor bones, float sigma3, int n_acc) -> "
+      "(Tensor, Tensor, Tensor)");
   m.def(
       "head_motion(Tensor joints, Tensor index, Tensor delta, Tensor weight, Tensor readers, Tensor reader_ptr, "
       "float sigma) -> Tensor");
