@@ -350,7 +350,9 @@ class ProblemBatch:
     ``turn_weight (P, M * 3)``
     (``objective.head_turn_targets``: zero weight until ``set_head_turn`` at the end of stage C); the
     ankles' floor ``floor (P,)`` and its weights ``floor_weight (P, M, 2)`` (``set_floor``, before each
-    second pass round; ``-inf``, no floor, until then) and the body's output rows of the ankles ``ankles``.
+    second pass round; ``-inf``, no floor, until then) and the body's output rows of the ankles ``ankles``;
+    ``bones`` the rows of the bone-range term (``objective.bone_ranges``; none where its weight is 0, so
+    that neither backend computes a term that weighs nothing).
     """
 
     frames: list[int]
@@ -375,6 +377,7 @@ class ProblemBatch:
     head_weight: torch.Tensor
     head_rotation: torch.Tensor
     turn_index: HeadRows
+    bones: tuple = ()
     turn_target: torch.Tensor = field(init=False)
     turn_weight: torch.Tensor = field(init=False)
     floor: torch.Tensor = field(init=False)  # (P,) the ankles' floor (``set_floor``; -inf: none)
@@ -506,6 +509,7 @@ def pack_problems(body: BodyModel, inputs: list[FitInputs], cfg: BodyFitConfig, 
         turn_index=HeadRows(
             torch.as_tensor(head_turn_index(coco_rows(body), M, body.num_outputs), device=dev), M * body.num_outputs
         ),
+        bones=bone_ranges(cfg.hinge_max_rad, cfg.hip_extension_max_rad) if cfg.w_bones else (),
     )
     R0 = np.concatenate(
         [np.stack([_pad(r[0], M) for r in inits])[:, :, None], np.stack([_pad(r[1], M) for r in inits])], 2
@@ -592,8 +596,7 @@ def stage_terms(ops: ModuleType, body: BodyModel, batch: ProblemBatch, v: FitVar
     else:
         rep = J.new_zeros(batch.P)
     pri = ops.prior_terms(J, batch.coco, batch.tri, tri_w, batch.frame_ok, batch.fps, r,
-                          ops.rot6d_to_rotvec(r)[:, :, 1:], cfg.sigma_3d_m,
-                          bones=bone_ranges(cfg.hinge_max_rad, cfg.hip_extension_max_rad))  # fmt: skip
+                          ops.rot6d_to_rotvec(r)[:, :, 1:], cfg.sigma_3d_m, bones=batch.bones)  # fmt: skip
     head = ops.head_motion(J, batch.head_index, batch.head_delta, batch.head_weight, cfg.head_sigma_m)
     if stage >= 2:  # the head's turn: no targets before the end of stage C (``set_head_turn``)
         turn = ops.head_motion(J, batch.turn_index, batch.turn_target, batch.turn_weight, cfg.head_turn_sigma_m)

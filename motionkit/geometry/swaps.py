@@ -227,7 +227,7 @@ def find_lr_swaps(
     step = float(np.median(dt))
     corrected = apply_lr_swaps(np.where((conf > 0)[..., None], pixels, np.nan), swap)
     max_frames = max(int(round(cfg.temporal_max_s / step)), 1)
-    max_body_frames = max(int(round(cfg.temporal_body_max_s / step)), 0)
+    max_body_frames = int(round(cfg.temporal_body_max_s / step))
     return swap | temporal_lr_swaps(corrected, box_height, dt < 1.5 * step, max_frames, cfg, swap, max_body_frames)
 
 

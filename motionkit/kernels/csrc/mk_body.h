@@ -461,10 +461,10 @@ MK_HD T prior_3d_residual(const PriorData<T>& d, int64_t m, int c, const T** x, 
   return d2;
 }
 
-// bone row b at frame m: its component c (sign x the rotation's entry), and the derivative of the row's
-// squared excess beyond its bounds with respect to c
+// bone row b at frame m: the squared excess of its component c (sign x the rotation's entry) beyond its
+// bounds, and that excess's derivative with respect to c
 template <typename T>
-MK_HD T prior_bone(const PriorData<T>& d, int64_t m, int b, T* excess2, T* dexcess) {
+MK_HD void prior_bone(const PriorData<T>& d, int64_t m, int b, T* excess2, T* dexcess) {
   const T* row = d.bones + 6 * b;
   T R[9];
   gram_schmidt(d.go6 + (m * d.R6 + static_cast<int>(row[0])) * 6, R);
@@ -480,7 +480,6 @@ MK_HD T prior_bone(const PriorData<T>& d, int64_t m, int b, T* excess2, T* dexce
     *excess2 += (c - hi) * (c - hi);
     *dexcess += 2 * (c - hi);
   }
-  return c;
 }
 
 // acceleration of joint j, axis k at frames k0..k0+2 (m/s^2)

@@ -166,8 +166,7 @@ inline PriorSizes check_prior_inputs(const at::Tensor& J, const at::Tensor& coco
               bones.sizes());
   TORCH_CHECK(n_acc >= 1 && n_acc <= Jn, "motionkit.prior_terms: n_acc ", n_acc, " out of 1..", Jn);
   // index values (coco < Jn, limit joints < NR, bone joints < R, axes < 3) are checked once by the Python
-  // wrapper: reading
-  // them here would synchronise with the GPU on every call
+  // wrapper: reading them here would synchronise with the GPU on every call
   check_same(J, J, "J");
   for (auto& [x, name] : {std::pair<const at::Tensor&, const char*>{tri, "tri"}, {tri_w, "tri_w"}, {fm, "fm"},
                           {fps, "fps"}, {go6, "go6"}, {rv, "rv"}, {limits, "limits"}, {bones, "bones"}})
