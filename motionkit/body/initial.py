@@ -1,5 +1,6 @@
 """The fit's starting point (docs/pipeline.md, "fit"): triangulated joints smoothed in time, a shape from
-their limb lengths, the root by Kabsch on the torso and swing-only limb rotations."""
+their limb lengths, the root by Kabsch on the torso, swing-only limb rotations and hidden knees bent the
+way knees bend."""
 
 from __future__ import annotations
 
@@ -118,7 +119,10 @@ def init_shape(body: BodyModel, tri: np.ndarray, iters: int = 200) -> np.ndarray
 
 
 def init_pose(body: BodyModel, betas: np.ndarray, tri: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Global orientation and translation by Kabsch on the torso, and swing-only limb rotations.
+    """Global orientation and translation by Kabsch on the torso, and swing-only limb rotations onto
+    ``tri (M, 17, 3)``, whose knees that triangulation missed between a hip and an ankle it found are
+    first placed where a knee bends (``place_hidden_knees``; a straight leg's start can leave a knee that
+    one view sees at the mirror-image depth along that view's ray).
 
     Returns ``(global_orient (M, 3, 3), body_pose (M, 21, 3, 3), transl (M, 3))``.
     """
@@ -131,6 +135,7 @@ def init_pose(body: BodyModel, betas: np.ndarray, tri: np.ndarray) -> tuple[np.n
     R, t, ok = kabsch(Jr[TORSO_SMPLX], torso, mask)
     R, t = _fill_invalid(R, t, ok)
     transl = t + np.einsum("mij,j->mi", R, Jr[0]) - Jr[0]
+    tri = place_hidden_knees(tri, R[:, :, 2], Jr)
     pose = np.tile(np.eye(3), (M, 21, 1, 1))
     G = {0: R}
     for s_chain, c_chain in zip(SMPLX_LIMB_CHAINS, COCO17_LIMB_CHAINS, strict=True):
@@ -149,3 +154,33 @@ def init_pose(body: BodyModel, betas: np.ndarray, tri: np.ndarray) -> tuple[np.n
             pose[:, j - 1] = Rl
             G[j] = Gp @ Rl
     return R, pose, transl
+
+
+def place_hidden_knees(tri: np.ndarray, forward: np.ndarray, rest_joints: np.ndarray) -> np.ndarray:
+    """``tri (M, 17, 3)`` with each knee that triangulation missed between a hip and an ankle it found
+    placed where a knee bends: on the circle of points a thigh's length from the hip and a shin's from the
+    ankle (``rest_joints (55, 3)``, the shape's), at its point farthest along the body's ``forward (M, 3)``
+    (world; a knee flexes with the shin behind the thigh, so the knee lies in front of the hip-ankle
+    line); with the ankle beyond the leg's reach, on the straight line. A copy; the rest as given."""
+    out = np.array(tri, dtype=np.float64, copy=True)
+    for (s_hip, s_knee, s_ankle), (hip, knee, ankle) in zip(SMPLX_LIMB_CHAINS[:2], COCO17_LIMB_CHAINS[:2], strict=True):
+        thigh = np.linalg.norm(rest_joints[s_knee] - rest_joints[s_hip])
+        shin = np.linalg.norm(rest_joints[s_ankle] - rest_joints[s_knee])
+        H, A = out[:, hip], out[:, ankle]
+        hidden = ~np.isfinite(out[:, knee]).all(-1) & np.isfinite(H).all(-1) & np.isfinite(A).all(-1)
+        if not hidden.any():
+            continue
+        H, A, f = H[hidden], A[hidden], forward[hidden]
+        d = np.linalg.norm(A - H, axis=-1)
+        u = (A - H) / np.maximum(d, 1e-9)[:, None]
+        along = np.clip((d**2 + thigh**2 - shin**2) / (2 * np.maximum(d, 1e-9)), -thigh, thigh)
+        radius = np.sqrt(np.maximum(thigh**2 - along**2, 0.0))
+        side = f - (f * u).sum(-1, keepdims=True) * u
+        side /= np.maximum(np.linalg.norm(side, axis=-1, keepdims=True), 1e-9)
+        reach = d < thigh + shin
+        out[hidden, knee] = (
+            H
+            + u * np.where(reach, along, thigh * d / (thigh + shin))[:, None]
+            + side * np.where(reach, radius, 0.0)[:, None]
+        )
+    return out

@@ -1,8 +1,12 @@
-"""The fit's starting point: minimal rotations and NaN-aware smoothing in time."""
+"""The fit's starting point: minimal rotations, NaN-aware smoothing in time and hidden knees."""
 
 import numpy as np
+import torch
 
-from motionkit.body.initial import rotation_between, smooth_in_time
+from motionkit.body.fitting import FACE_KEYPOINTS
+from motionkit.body.initial import init_pose, place_hidden_knees, rotation_between, smooth_in_time
+from motionkit.body.model import BodyModel
+from motionkit.conventions import SMPLX_TO_COCO17
 
 
 def test_rotation_between():
@@ -27,3 +31,66 @@ def test_smooth_in_time_removes_noise_fills_short_gaps_and_keeps_long_ones():
     err_sm = np.abs(sm[ok] - truth[ok]).mean()
     assert err_sm < 0.35 * err_raw  # theory for sigma 5 frames: 0.24x; measured 0.30x (gaps, ends)
     np.testing.assert_array_equal(smooth_in_time(noisy, 0.0), noisy)
+
+
+def _rest_legs() -> np.ndarray:
+    """Rest joints ``(55, 3)`` whose legs have 0.4 m thighs and 0.45 m shins (SMPL-X hips 1, 2, knees 4, 5,
+    ankles 7, 8)."""
+    rest = np.zeros((55, 3))
+    for hip, knee, ankle, x in ((1, 4, 7, 0.1), (2, 5, 8, -0.1)):
+        rest[hip], rest[knee], rest[ankle] = [x, 0, 0], [x, -0.4, 0], [x, -0.85, 0]
+    return rest
+
+
+def test_a_knee_triangulation_missed_starts_in_front_of_its_hip_and_ankle():
+    tri = np.full((3, 17, 3), np.nan)
+    tri[:, 11] = [0.0, 0.0, 1.0]  # left hip; the right hip (12) is missing
+    tri[0, 15] = [0.1, 0.0, 0.4]  # within reach (0.61 m of the hip's 0.85)
+    tri[1, 15] = [0.0, 0.0, -0.2]  # beyond it (1.2 m)
+    tri[2, 13] = [0.3, 0.1, 0.8]  # a knee triangulation found
+    tri[2, 15] = [0.0, 0.0, 0.3]
+    tri[:, 16] = [0.5, 0.0, 0.3]  # a right ankle without its hip
+    forward = np.tile([0.0, 1.0, 0.0], (3, 1))
+    out = place_hidden_knees(tri, forward, _rest_legs())
+    knee = out[0, 13]
+    assert abs(np.linalg.norm(knee - tri[0, 11]) - 0.4) < 1e-9  # a thigh from the hip ...
+    assert abs(np.linalg.norm(knee - tri[0, 15]) - 0.45) < 1e-9  # ... and a shin from the ankle ...
+    hip_to_ankle = tri[0, 15] - tri[0, 11]
+    off_line = knee - tri[0, 11] - hip_to_ankle * ((knee - tri[0, 11]) @ hip_to_ankle) / (hip_to_ankle @ hip_to_ankle)
+    np.testing.assert_allclose(off_line / np.linalg.norm(off_line), [0, 1, 0], atol=1e-9)  # ... in front
+    # beyond reach: on the line, splitting it as the bones do
+    np.testing.assert_allclose(out[1, 13], [0.0, 0.0, 1.0 - 1.2 * 0.4 / 0.85], atol=1e-12)
+    np.testing.assert_array_equal(out[2], tri[2])  # found knees stay
+    assert np.isnan(out[:, 14]).all()  # no hip: no knee
+    assert np.isnan(tri[0, 13]).all()  # the input is not changed
+
+
+def _first(a: np.ndarray) -> torch.Tensor:
+    """The first frame of an initial pose array, as the body model's float32."""
+    return torch.as_tensor(a[0], dtype=torch.float32)
+
+
+def test_the_initial_pose_bends_a_hidden_knee_the_way_the_kneeling_body_does():
+    """A kneeling body (thighs forward, shins folded back) whose knees triangulation missed: its initial
+    pose puts the knees within 14 mm of the true ones; left straight, they would hang 0.5 m away."""
+    body = BodyModel(vertex_keypoints=FACE_KEYPOINTS)
+    betas = torch.zeros(10)
+    pose = torch.zeros(21, 3)
+    pose[0, 0] = pose[1, 0] = -1.4  # hips flexed (thighs forward, about the body's x axis)
+    pose[3, 0] = pose[4, 0] = 2.0  # knees flexed (shins back)
+    with torch.no_grad():
+        joints = body(betas, torch.zeros(3), pose).double().numpy()
+    truth = joints[np.asarray(SMPLX_TO_COCO17)][None]  # (1, 17, 3) at the joint centres
+    tri = truth.copy()
+    tri[:, [13, 14]] = np.nan  # knees hidden
+    global_orient, body_pose, transl = init_pose(body, np.zeros(10), tri)
+    with torch.no_grad():
+        start = body(betas, *(_first(a) for a in (global_orient, body_pose, transl))).double().numpy()
+    knees = start[[4, 5]]
+    assert np.linalg.norm(knees - truth[0, [13, 14]], axis=-1).max() < 0.03  # 14 mm: the circle's forward point
+    straight = tri.copy()
+    straight[:, [15, 16]] = np.nan  # without ankles the legs start straight
+    _, pose_straight, _ = init_pose(body, np.zeros(10), straight)
+    with torch.no_grad():
+        hanging = body(betas, *(_first(a) for a in (global_orient, pose_straight, transl))).double().numpy()[[4, 5]]
+    assert np.linalg.norm(hanging - truth[0, [13, 14]], axis=-1).min() > 0.4  # 0.50 m
