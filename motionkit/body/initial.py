@@ -172,8 +172,9 @@ def place_hidden_knees(tri: np.ndarray, forward: np.ndarray, rest_joints: np.nda
             continue
         H, A, f = H[hidden], A[hidden], forward[hidden]
         d = np.linalg.norm(A - H, axis=-1)
-        u = (A - H) / np.maximum(d, 1e-9)[:, None]
-        along = np.clip((d**2 + thigh**2 - shin**2) / (2 * np.maximum(d, 1e-9)), -thigh, thigh)
+        d_safe = np.maximum(d, 1e-9)
+        u = (A - H) / d_safe[:, None]
+        along = np.clip((d**2 + thigh**2 - shin**2) / (2 * d_safe), -thigh, thigh)
         radius = np.sqrt(np.maximum(thigh**2 - along**2, 0.0))
         side = f - (f * u).sum(-1, keepdims=True) * u
         side /= np.maximum(np.linalg.norm(side, axis=-1, keepdims=True), 1e-9)

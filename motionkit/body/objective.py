@@ -84,7 +84,7 @@ def bone_ranges(hinge_max_rad: float, hip_extension_max_rad: float, hinges=SMPLX
 
 
 @functools.lru_cache(maxsize=16)
-def _bone_table(rows, device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+def _bone_pick(rows, device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
     """``bone_component``'s rows as tensors on a device, built once (no host-to-device copy per
     iteration: CUDA graphs capture the fit's steps): joints ``(B,)``; ``pick (B, 3, 2)``, the sign at
     (axis, column); bounds ``(B,)``."""
@@ -101,7 +101,7 @@ def bone_component(rot6d: torch.Tensor, rows) -> torch.Tensor:
     component of the joint's child bone, ``sign`` times the ``column``-th column of its local rotation
     ``rot6d (..., R, 3, 2)`` (the first two columns, Gram-Schmidt as ``roma.special_gramschmidt``; joint 0
     the root): the sine of the bone's angle to the plane normal to that axis."""
-    joints, pick, _, _ = _bone_table(tuple(rows), rot6d.device, rot6d.dtype)
+    joints, pick, _, _ = _bone_pick(tuple(rows), rot6d.device, rot6d.dtype)
     c = rot6d.index_select(-3, joints)  # (..., B, 3, 2)
     b0 = torch.nn.functional.normalize(c[..., 0], dim=-1)
     b1 = torch.nn.functional.normalize(c[..., 1] - (b0 * c[..., 1]).sum(-1, keepdim=True) * b0, dim=-1)
@@ -113,7 +113,7 @@ def bone_excess(rot6d: torch.Tensor, rows) -> torch.Tensor:
     over the rows of ``bone_ranges``, ``c`` their ``bone_component``; zeros without rows."""
     if not len(rows):
         return rot6d.new_zeros(rot6d.shape[:-3])
-    _, _, lo, hi = _bone_table(tuple(rows), rot6d.device, rot6d.dtype)
+    _, _, lo, hi = _bone_pick(tuple(rows), rot6d.device, rot6d.dtype)
     c = bone_component(rot6d, rows)
     return (torch.relu(lo - c) ** 2 + torch.relu(c - hi) ** 2).sum(-1)
 

@@ -73,8 +73,8 @@ FIT_OPTIONS = [
     _fit_option("body_fit.w_bones", "--bone-ranges-weight", type=click.FloatRange(min=0.0),
                 help="Weight of the bound on knees and elbows bending sideways (more than 0.25 rad out of their "
                      "hinge's plane) and thighs reaching behind the hip (more than 0.6 rad). 1 turns it on: on "
-                     "the scenario benchmarks the fit's landmarks 0.1-0.5 mm closer to the truth, 0.8-3.9 mm for "
-                     "kneeling wearers whose hidden legs settle wrong (0: off, the default; docs/pipeline.md, "
+                     "the scenario benchmarks the fit's landmarks 0.1-0.5 mm closer to the truth in most, 0.3-8.2 "
+                     "mm for kneeling wearers (measured with v0.24.0; 0: off, the default; docs/pipeline.md, "
                      "'Knees and elbows bend one way')."),
     _fit_option("weighting.conf_power", "--conf-power", type=click.FloatRange(min=0.0),
                 help="Fit weight of a keypoint ~ confidence ** this (1: plain confidence weighting)."),

@@ -461,25 +461,35 @@ MK_HD T prior_3d_residual(const PriorData<T>& d, int64_t m, int c, const T** x, 
   return d2;
 }
 
-// bone row b at frame m: the squared excess of its component c (sign x the rotation's entry) beyond its
-// bounds, and that excess's derivative with respect to c
+// the squared excess of a beyond its bounds lo <= hi (+-inf: none), and that excess's derivative with
+// respect to a: the hinge of the joint limits and of the bone ranges
+template <typename T>
+MK_HD void bound_excess(T a, T lo, T hi, T* excess2, T* dexcess) {
+  *excess2 = 0;
+  *dexcess = 0;
+  if (isfinite(lo) && a < lo) {
+    *excess2 += (lo - a) * (lo - a);
+    *dexcess -= 2 * (lo - a);
+  }
+  if (isfinite(hi) && a > hi) {
+    *excess2 += (a - hi) * (a - hi);
+    *dexcess += 2 * (a - hi);
+  }
+}
+
+// limit row l: the index of the rotation-vector entry it bounds among a frame's NR x 3 rv entries
+template <typename T>
+MK_HD int prior_limit_entry(const PriorData<T>& d, int l) {
+  return static_cast<int>(d.limits[4 * l]) * 3 + static_cast<int>(d.limits[4 * l + 1]);
+}
+
+// bone row b at frame m: bound_excess of its component c (sign x the rotation's entry)
 template <typename T>
 MK_HD void prior_bone(const PriorData<T>& d, int64_t m, int b, T* excess2, T* dexcess) {
   const T* row = d.bones + 6 * b;
   T R[9];
   gram_schmidt(d.go6 + (m * d.R6 + static_cast<int>(row[0])) * 6, R);
-  const T c = row[2] * R[static_cast<int>(row[3]) * 3 + static_cast<int>(row[1])];
-  const T lo = row[4], hi = row[5];
-  *excess2 = 0;
-  *dexcess = 0;
-  if (isfinite(lo) && c < lo) {
-    *excess2 += (lo - c) * (lo - c);
-    *dexcess -= 2 * (lo - c);
-  }
-  if (isfinite(hi) && c > hi) {
-    *excess2 += (c - hi) * (c - hi);
-    *dexcess += 2 * (c - hi);
-  }
+  bound_excess(row[2] * R[static_cast<int>(row[3]) * 3 + static_cast<int>(row[1])], row[4], row[5], excess2, dexcess);
 }
 
 // acceleration of joint j, axis k at frames k0..k0+2 (m/s^2)
@@ -527,10 +537,9 @@ MK_HD void prior_terms_frame(const PriorData<T>& d, int64_t m, T* num, T* den) {
   T pose = 0, lim = 0;
   for (int e = 0; e < d.NR * 3; ++e) pose += r[e] * r[e];
   for (int l = 0; l < d.L; ++l) {
-    const T a = r[static_cast<int>(d.limits[4 * l]) * 3 + static_cast<int>(d.limits[4 * l + 1])];
-    const T lo = d.limits[4 * l + 2], hi = d.limits[4 * l + 3];
-    if (isfinite(lo) && a < lo) lim += (lo - a) * (lo - a);
-    if (isfinite(hi) && a > hi) lim += (a - hi) * (a - hi);
+    T e2, de;
+    bound_excess(r[prior_limit_entry(d, l)], d.limits[4 * l + 2], d.limits[4 * l + 3], &e2, &de);
+    lim += e2;
   }
   T bone = 0;
   for (int b = 0; b < d.NB; ++b) {
@@ -583,11 +592,10 @@ MK_HD void prior_terms_frame_backward(const PriorData<T>& d, int64_t m, const T*
   const T* r = d.rv + m * d.NR * 3;
   for (int e = 0; e < d.NR * 3; ++e) grv[e] = scale[3] * w * 2 * r[e];
   for (int l = 0; l < d.L; ++l) {
-    const int e = static_cast<int>(d.limits[4 * l]) * 3 + static_cast<int>(d.limits[4 * l + 1]);
-    const T a = r[e];
-    const T lo = d.limits[4 * l + 2], hi = d.limits[4 * l + 3];
-    if (isfinite(lo) && a < lo) grv[e] -= scale[4] * w * 2 * (lo - a);
-    if (isfinite(hi) && a > hi) grv[e] += scale[4] * w * 2 * (a - hi);
+    const int e = prior_limit_entry(d, l);
+    T e2, de;
+    bound_excess(r[e], d.limits[4 * l + 2], d.limits[4 * l + 3], &e2, &de);
+    if (de != T(0)) grv[e] += scale[4] * w * de;
   }
   // bone ranges: the gradient of the rotation's one entry, through Gram-Schmidt, into that joint's 6D rows
   // (ggo holds the frame's R6 x 6 block; the bones never name joint 0, whose rows are set above)
