@@ -18,6 +18,13 @@ changed. A short run of frames bounded by such jumps, within a stretch of frames
 the labelling of the shorter side and is swapped back. The whole body of a view is followed the same
 way, its changes the frames where most pairs jump at once (a detector's flip of a body), and its runs
 may be longer: where two views see the wearer, neither can be tested against the other.
+
+The cross-view verdicts are also put to a vote in time (``vote_in_time``): a detector that labels a
+pair continuously over a stretch of frames (the labels move little from frame to frame and would jump
+if crossed) has labelled all of it right or all of it wrong, so the verdicts in such a stretch stand
+only where they are not outnumbered by its frames whose labels the other views confirm (and, at the
+weight ``temporal_vote_untested``, those they cannot judge). Far views that disagree with a third
+by chance otherwise have its correct labels swapped for a few frames.
 """
 
 from __future__ import annotations
@@ -44,6 +51,8 @@ class SwapConfig:
     temporal_max_s: float = 0.4  # only runs this short (seconds) are swapped back
     temporal_body_max_s: float = 1.5  # ... or, where most pairs of a view change together, this short
     temporal_body_pairs: int = 3  # the pairs that must link, and change, for the whole body to (``temporal_lr_swaps``)
+    temporal_vote: bool = True  # cross-view verdicts put to a vote along a view's steady labels (``vote_in_time``)
+    temporal_vote_untested: float = 0.25  # ... in which a frame the other views cannot judge counts this much
 
 
 def leave_one_out_projections(pixels: np.ndarray, conf: np.ndarray, rig: CameraRig) -> np.ndarray:
@@ -98,23 +107,31 @@ def cross_view_swaps(px: np.ndarray, conf: np.ndarray, rig: CameraRig, cfg: Swap
     (NaN where unused) with ``conf (F, V, 17)``: the pairs whose labels miss the other views'
     triangulation by more than ``cfg.min_error_px`` and swapped by less than ``cfg.ratio`` of that,
     and every present pair of a view where most of its testable pairs do (``cfg.whole_body``)."""
-    proj = leave_one_out_projections(px, conf, rig)
-    a, b = COCO17_LEFT, COCO17_RIGHT
-
-    def err(x, y):
-        return np.linalg.norm(px[..., x, :] - proj[..., y, :], axis=-1)
-
-    e_o = err(a, a) + err(b, b)  # (F, V, P)
-    e_s = err(a, b) + err(b, a)
+    e_o, e_s = cross_view_pair_errors(px, conf, rig)
     testable = np.isfinite(e_o) & np.isfinite(e_s)
     with np.errstate(invalid="ignore"):
         swap = testable & (e_o > cfg.min_error_px) & (e_s < cfg.ratio * e_o)
     if cfg.whole_body:
         n_test = testable.sum(-1)
         body = (swap.sum(-1) * 2 > n_test) & (n_test >= 3)
+        a, b = COCO17_LEFT, COCO17_RIGHT
         present = np.isfinite(px[..., a, 0]) | np.isfinite(px[..., b, 0])  # testable or not: a flip moves every label
         swap = np.where(body[..., None], present, swap)
     return swap
+
+
+def cross_view_pair_errors(px: np.ndarray, conf: np.ndarray, rig: CameraRig) -> tuple[np.ndarray, np.ndarray]:
+    """``(e_o, e_s)``, each ``(F, V, P)`` pixels: how far each view's left/right pair in ``px (F, V, 17,
+    2)`` (NaN where unused; ``conf (F, V, 17)``) lies from the other views' triangulation of it
+    (``leave_one_out_projections``), summed over the pair's two joints, with the labels as given and
+    swapped (NaN where either is missing)."""
+    proj = leave_one_out_projections(px, conf, rig)
+    a, b = COCO17_LEFT, COCO17_RIGHT
+
+    def err(x, y):
+        return np.linalg.norm(px[..., x, :] - proj[..., y, :], axis=-1)
+
+    return err(a, a) + err(b, b), err(a, b) + err(b, a)
 
 
 def leave_one_out_error(px: np.ndarray, conf: np.ndarray, rig: CameraRig, cfg: SwapConfig) -> np.ndarray:
@@ -159,14 +176,7 @@ def temporal_lr_swaps(
     of a body): its wrong runs of at most ``max_body_frames`` have every pair swapped.
     """
     cfg = cfg or SwapConfig()
-    pa, pb = pixels[:, :, COCO17_LEFT], pixels[:, :, COCO17_RIGHT]  # (F, V, P, 2)
-    both = np.isfinite(pa).all(-1) & np.isfinite(pb).all(-1)
-    straight = np.linalg.norm(pa[1:] - pa[:-1], axis=-1) + np.linalg.norm(pb[1:] - pb[:-1], axis=-1)
-    crossed = np.linalg.norm(pa[1:] - pb[:-1], axis=-1) + np.linalg.norm(pb[1:] - pa[:-1], axis=-1)
-    height = np.fmin(box_height[1:], box_height[:-1])[..., None]
-    with np.errstate(invalid="ignore"):
-        link = both[1:] & both[:-1] & linked[:, None, None] & (np.fmin(straight, crossed) < cfg.temporal_jump * height)
-        change = link & (crossed < cfg.temporal_ratio * straight)
+    link, change, _ = label_links(pixels, box_height, linked, cfg)
     out = _minority_runs(link, change, keep, max_frames)
     if max_body_frames > 0:
         n_link, n_change = link.sum(-1, keepdims=True), change.sum(-1, keepdims=True)  # (F - 1, V, 1)
@@ -175,6 +185,57 @@ def temporal_lr_swaps(
         body_keep = None if keep is None else keep.any(-1, keepdims=True)
         out |= _minority_runs(body_link, body_change, body_keep, max_body_frames)
     return out
+
+
+def label_links(
+    pixels: np.ndarray, box_height: np.ndarray, linked: np.ndarray, cfg: SwapConfig
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(link, change, steady)``, each ``(F - 1, V, P)`` bool, between frames ``f`` and ``f + 1`` of
+    each view and left/right pair (arguments as for ``temporal_lr_swaps``): both labels present in both
+    frames, ``linked``, and the pair moving less than ``cfg.temporal_jump`` box heights either way of
+    labelling it; of the links, a change of labelling where the crossed motion ``|a_t - b_{t-1}| +
+    |b_t - a_{t-1}|`` is below ``cfg.temporal_ratio`` times the straight one, steady where the straight
+    one is below that share of the crossed one (neither: the pair too close together to tell)."""
+    pa, pb = pixels[:, :, COCO17_LEFT], pixels[:, :, COCO17_RIGHT]  # (F, V, P, 2)
+    both = np.isfinite(pa).all(-1) & np.isfinite(pb).all(-1)
+    straight = np.linalg.norm(pa[1:] - pa[:-1], axis=-1) + np.linalg.norm(pb[1:] - pb[:-1], axis=-1)
+    crossed = np.linalg.norm(pa[1:] - pb[:-1], axis=-1) + np.linalg.norm(pb[1:] - pa[:-1], axis=-1)
+    height = np.fmin(box_height[1:], box_height[:-1])[..., None]
+    with np.errstate(invalid="ignore"):
+        link = both[1:] & both[:-1] & linked[:, None, None] & (np.fmin(straight, crossed) < cfg.temporal_jump * height)
+        change = link & (crossed < cfg.temporal_ratio * straight)
+        steady = link & (straight < cfg.temporal_ratio * crossed)
+    return link, change, steady
+
+
+def cross_view_confirmed(px: np.ndarray, conf: np.ndarray, rig: CameraRig, cfg: SwapConfig) -> np.ndarray:
+    """``(F, V, P)`` bool: the pairs of ``px (F, V, 17, 2)`` (NaN where unused; ``conf (F, V, 17)``)
+    whose labels the other views confirm, the mirror of ``cross_view_swaps``' test: as given they miss
+    the other views' triangulation by less than ``cfg.ratio`` of what swapped labels would
+    (``cross_view_pair_errors``). A pair too close together in the view, or too far from the camera, to
+    tell apart is neither swapped nor confirmed."""
+    e_o, e_s = cross_view_pair_errors(px, conf, rig)
+    with np.errstate(invalid="ignore"):
+        return e_o < cfg.ratio * e_s
+
+
+def vote_in_time(verdicts: np.ndarray, steady: np.ndarray, confirmed: np.ndarray, untested_vote: float) -> np.ndarray:
+    """``verdicts (F, V, P)`` bool (``detect_lr_swaps``'s) less those outvoted in time: along each
+    stretch of frames that ``steady (F - 1, V, P)`` (``label_links``) joins, the detector's labels
+    are continuous, all right or all wrong, and its verdicts stand only where they are at least as many
+    as its frames whose labels the other views ``confirmed (F, V, P)`` (``cross_view_confirmed``), each
+    other frame without a verdict counting ``untested_vote`` of a confirmed one (a detector labels most
+    pairs right)."""
+    F, V, P = verdicts.shape
+    joined = _rows(np.concatenate([np.zeros((1, V, P), bool), steady]))  # frame f joined to f - 1
+    stretch = np.cumsum(~joined) - 1
+    swap = _rows(verdicts)
+    n = stretch[-1] + 1
+    n_swapped = np.bincount(stretch, swap, n)
+    right = _rows(confirmed) & ~swap
+    n_right = np.bincount(stretch, right, n) + untested_vote * np.bincount(stretch, ~right & ~swap, n)
+    out = swap & (n_swapped >= n_right)[stretch]
+    return np.moveaxis(out.reshape(V, P, F), -1, 0)
 
 
 def _minority_runs(link: np.ndarray, change: np.ndarray, keep: np.ndarray | None, max_frames: int) -> np.ndarray:
@@ -217,18 +278,27 @@ def find_lr_swaps(
     cfg: SwapConfig | None = None,
 ) -> np.ndarray:
     """``(F, V, P)`` bool: the left/right pairs to swap, by ``detect_lr_swaps`` across views and then,
-    where ``cfg.temporal``, by ``temporal_lr_swaps`` in time (``time_s (F,)`` seconds of the frames,
-    ``box_height (F, V)`` pixels; the other arguments as for ``detect_lr_swaps``)."""
+    where ``cfg.temporal``, in time: the cross-view verdicts put to a vote (``vote_in_time``, where
+    ``cfg.temporal_vote``) and the short runs of changed labels swapped back (``temporal_lr_swaps``)
+    (``time_s (F,)`` seconds of the frames, ``box_height (F, V)`` pixels; the other arguments as for
+    ``detect_lr_swaps``)."""
     cfg = cfg or SwapConfig()
     swap = detect_lr_swaps(pixels, conf, rig, cfg)
     if not cfg.temporal or len(time_s) < 3:
         return swap
     dt = np.diff(time_s)
     step = float(np.median(dt))
-    corrected = apply_lr_swaps(np.where((conf > 0)[..., None], pixels, np.nan), swap)
+    linked = dt < 1.5 * step
+    used = (conf > 0) & np.isfinite(pixels).all(-1)
+    raw = np.where(used[..., None], pixels, np.nan)
+    if cfg.temporal_vote:
+        steady = label_links(raw, box_height, linked, cfg)[2]
+        confirmed = cross_view_confirmed(raw, np.where(used, conf, 0.0), rig, cfg)
+        swap = vote_in_time(swap, steady, confirmed, cfg.temporal_vote_untested)
     max_frames = max(int(round(cfg.temporal_max_s / step)), 1)
     max_body_frames = int(round(cfg.temporal_body_max_s / step))
-    return swap | temporal_lr_swaps(corrected, box_height, dt < 1.5 * step, max_frames, cfg, swap, max_body_frames)
+    corrected = apply_lr_swaps(raw, swap)
+    return swap | temporal_lr_swaps(corrected, box_height, linked, max_frames, cfg, swap, max_body_frames)
 
 
 def apply_lr_swaps(values: np.ndarray, swap: np.ndarray) -> np.ndarray:

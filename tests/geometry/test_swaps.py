@@ -5,12 +5,15 @@ from motionkit.conventions import COCO17_FLIP, COCO17_LEFT, COCO17_LR_PAIRS, COC
 from motionkit.geometry.swaps import (
     SwapConfig,
     apply_lr_swaps,
+    cross_view_confirmed,
     cross_view_swaps,
     detect_lr_swaps,
     find_lr_swaps,
+    label_links,
     swap_bits,
     swapped_pair_count,
     temporal_lr_swaps,
+    vote_in_time,
 )
 from tests.helpers import wearer_landmarks
 
@@ -24,15 +27,21 @@ def take(default_root):
     return t.rig, X
 
 
-def test_injected_swaps_are_found_and_undone(take):
-    rig, X = take
-    rng = np.random.default_rng(0)
+def _injected_swaps(rig, X, seed):
+    """Noisy projections ``px``, their confidences, the injected swaps ``truth`` (one arm in view 1, the
+    whole body in view 2) and the keypoints with them applied."""
+    rng = np.random.default_rng(seed)
     px = rig.project(X) + rng.normal(0, 4.0, (len(X), len(rig), 17, 2))
     conf = np.where(np.isfinite(px).all(-1), 0.9, 0.0)
     truth = np.zeros((len(X), len(rig), len(COCO17_LR_PAIRS)), bool)
     truth[10:40, 1, ARM] = True  # one arm's labels, in view 1
     truth[50:60, 2, :] = True  # the whole body, in view 2
-    bad = apply_lr_swaps(px, truth)
+    return px, conf, truth, apply_lr_swaps(px, truth)
+
+
+def test_injected_swaps_are_found_and_undone(take):
+    px, conf, truth, bad = _injected_swaps(*take, seed=0)
+    rig = take[0]
     found = detect_lr_swaps(bad, conf, rig)
     # a swap is only visible when the two joints of the pair are apart in that view
     apart = np.linalg.norm(px[..., COCO17_LEFT, :] - px[..., COCO17_RIGHT, :], axis=-1) > 40
@@ -196,3 +205,68 @@ def test_find_lr_swaps_turns_back_a_long_flip_of_a_body_that_two_views_see(take_
     found = find_lr_swaps(bad, conf, rig, height, time_s)
     assert found[30:42, 1].all() and not found[~truth].any()
     assert not find_lr_swaps(bad, conf, rig, height, time_s, SwapConfig(temporal_body_max_s=0.0))[30:42, 1].any()
+
+
+def test_label_links_tell_steady_labels_from_changed_ones(take_15fps):
+    """Between consecutive frames of a pair apart in the view, the labels are steady (they move less
+    than half as far as crossed labels would) or changed (the reverse); the frames where a view's whole
+    body flips and flips back are changes, the others steady."""
+    rig, X = take_15fps
+    rng = np.random.default_rng(5)
+    px = rig.project(X) + rng.normal(0, 4.0, (len(X), len(rig), 17, 2))
+    height = np.nanmax(px[..., 1], -1) - np.nanmin(px[..., 1], -1)
+    truth = np.zeros((len(X), len(rig), len(COCO17_LR_PAIRS)), bool)
+    truth[40:46, 2] = True
+    link, change, steady = label_links(apply_lr_swaps(px, truth), height, np.ones(len(X) - 1, bool), SwapConfig())
+    apart = _apart(px, 60.0)
+    both_apart = apart[1:] & apart[:-1]
+    assert both_apart[[39, 45], 2].sum() >= 6  # shoulders, elbows and wrists
+    assert change[[39, 45], 2][both_apart[[39, 45], 2]].all()  # the flip and the flip back
+    assert not steady[[39, 45], 2].any()
+    others = both_apart.copy()
+    others[[39, 45], 2] = False
+    assert others.sum() > 1000
+    assert steady[others].mean() > 0.97 and not change[others].any()
+    assert not (steady & change).any() and not (steady & ~link).any()
+
+
+def test_verdicts_that_a_detectors_steady_labels_outvote_are_taken_back():
+    """Along a stretch of frames that steady labels join, the cross-view verdicts stand only where they
+    are at least as many as the stretch's frames whose labels the other views confirm, and, with
+    ``untested_vote``, its other frames counted at that weight."""
+    F, P = 12, 4
+    steady = np.ones((F - 1, 1, P), bool)
+    confirmed = np.ones((F, 1, P), bool)
+    verdicts = np.zeros((F, 1, P), bool)
+    verdicts[4:6, 0, 0] = True  # pair 0: 2 verdicts against 10 frames confirmed
+    verdicts[4:6, 0, 1] = True  # pair 1: the same verdicts, but only one other frame confirmed
+    confirmed[:, 0, 1] = False
+    confirmed[6, 0, 1] = True
+    verdicts[4:7, 0, 2] = True  # pair 2: the detector's labels changed into and out of frames 4-6
+    steady[[3, 6], 0, 2] = False
+    verdicts[4:6, 0, 3] = True  # pair 3: never steady (too close to tell): every frame stands alone
+    steady[:, 0, 3] = False
+    out = vote_in_time(verdicts, steady, confirmed, 0.0)
+    assert not out[:, 0, 0].any()
+    np.testing.assert_array_equal(out[:, 0, 1:], verdicts[:, 0, 1:])
+    # stretches do not run across views or pairs: the same verdicts in a second view, tested nowhere else
+    two = np.concatenate([verdicts, verdicts], 1)
+    both = np.concatenate([confirmed, np.zeros_like(confirmed)], 1)
+    both[6, 1] = True
+    out2 = vote_in_time(two, np.concatenate([steady, steady], 1), both, 0.0)
+    np.testing.assert_array_equal(out2[:, 0], out[:, 0])
+    np.testing.assert_array_equal(out2[:, 1], verdicts[:, 0])
+    # the unconfirmed frames of pair 1 (9 without a verdict) at a quarter each: 1 + 2.25 outvote its 2
+    quarter = vote_in_time(verdicts, steady, confirmed, 0.25)
+    assert not quarter[:, 0, :2].any()
+    np.testing.assert_array_equal(quarter[:, 0, 2:], verdicts[:, 0, 2:])
+    assert vote_in_time(verdicts, steady, confirmed, 0.1)[:, 0, 1].sum() == 2  # 1 + 0.9 do not
+
+
+def test_the_other_views_confirm_right_labels_and_never_swapped_ones(take):
+    px, conf, truth, bad = _injected_swaps(*take, seed=6)
+    confirmed = cross_view_confirmed(np.where((conf > 0)[..., None], bad, np.nan), conf, take[0], SwapConfig())
+    apart = _apart(px)
+    assert (truth & apart).sum() >= 100
+    assert not confirmed[truth & apart].any()
+    assert confirmed[~truth & apart].mean() > 0.93  # 95 %: the rest too close to the others' noise to tell
