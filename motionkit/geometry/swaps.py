@@ -78,16 +78,27 @@ def detect_lr_swaps(pixels: np.ndarray, conf: np.ndarray, rig: CameraRig, cfg: S
     too. Each round finds the candidates (``cross_view_swaps``) and, in every frame with one, swaps
     the view whose candidates leave the frame most consistent (``leave_one_out_error``), then tests
     that frame again."""
-    cfg = cfg or SwapConfig()
+    return _detect_lr_swaps(pixels, conf, rig, cfg or SwapConfig())[0]
+
+
+def _detect_lr_swaps(
+    pixels: np.ndarray, conf: np.ndarray, rig: CameraRig, cfg: SwapConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    """``detect_lr_swaps``'s verdicts and, from its first round (the labels as given), the pairs whose
+    labels the other views confirm (``cross_view_confirmed``), both ``(F, V, P)`` bool."""
     used = (conf > 0) & np.isfinite(pixels).all(-1)
     px = np.where(used[..., None], pixels, np.nan)
     w = np.where(used, conf, 0.0)
     F, V = px.shape[:2]
     swap = np.zeros((F, V, len(COCO17_LR_PAIRS)), bool)
     todo = np.arange(F)
+    confirmed = None
     for _ in range(V):  # at most one view a frame per round
         now_px, now_w = apply_lr_swaps(px[todo], swap[todo]), apply_lr_swaps(w[todo], swap[todo])
-        found = cross_view_swaps(now_px, now_w, rig, cfg)
+        e_o, e_s = cross_view_pair_errors(now_px, now_w, rig)
+        if confirmed is None:
+            confirmed = _confirmed(e_o, e_s, cfg)
+        found = _swaps(now_px, e_o, e_s, cfg)
         todo, found, now_px, now_w = (x[found.any((1, 2))] for x in (todo, found, now_px, now_w))
         if not len(todo):
             break
@@ -99,7 +110,7 @@ def detect_lr_swaps(pixels: np.ndarray, conf: np.ndarray, rig: CameraRig, cfg: S
                 apply_lr_swaps(now_px[has], alone), apply_lr_swaps(now_w[has], alone), rig, cfg
             )
         swap[todo] ^= found & (np.arange(V)[:, None] == np.argmin(error, axis=1)[:, None, None])
-    return swap
+    return swap, confirmed
 
 
 def cross_view_swaps(px: np.ndarray, conf: np.ndarray, rig: CameraRig, cfg: SwapConfig) -> np.ndarray:
@@ -107,7 +118,11 @@ def cross_view_swaps(px: np.ndarray, conf: np.ndarray, rig: CameraRig, cfg: Swap
     (NaN where unused) with ``conf (F, V, 17)``: the pairs whose labels miss the other views'
     triangulation by more than ``cfg.min_error_px`` and swapped by less than ``cfg.ratio`` of that,
     and every present pair of a view where most of its testable pairs do (``cfg.whole_body``)."""
-    e_o, e_s = cross_view_pair_errors(px, conf, rig)
+    return _swaps(px, *cross_view_pair_errors(px, conf, rig), cfg)
+
+
+def _swaps(px: np.ndarray, e_o: np.ndarray, e_s: np.ndarray, cfg: SwapConfig) -> np.ndarray:
+    """``cross_view_swaps`` from the pair errors ``e_o``, ``e_s`` (``cross_view_pair_errors``)."""
     testable = np.isfinite(e_o) & np.isfinite(e_s)
     with np.errstate(invalid="ignore"):
         swap = testable & (e_o > cfg.min_error_px) & (e_s < cfg.ratio * e_o)
@@ -214,7 +229,11 @@ def cross_view_confirmed(px: np.ndarray, conf: np.ndarray, rig: CameraRig, cfg: 
     the other views' triangulation by less than ``cfg.ratio`` of what swapped labels would
     (``cross_view_pair_errors``). A pair too close together in the view, or too far from the camera, to
     tell apart is neither swapped nor confirmed."""
-    e_o, e_s = cross_view_pair_errors(px, conf, rig)
+    return _confirmed(*cross_view_pair_errors(px, conf, rig), cfg)
+
+
+def _confirmed(e_o: np.ndarray, e_s: np.ndarray, cfg: SwapConfig) -> np.ndarray:
+    """``cross_view_confirmed`` from the pair errors ``e_o``, ``e_s`` (``cross_view_pair_errors``)."""
     with np.errstate(invalid="ignore"):
         return e_o < cfg.ratio * e_s
 
@@ -283,17 +302,15 @@ def find_lr_swaps(
     (``time_s (F,)`` seconds of the frames, ``box_height (F, V)`` pixels; the other arguments as for
     ``detect_lr_swaps``)."""
     cfg = cfg or SwapConfig()
-    swap = detect_lr_swaps(pixels, conf, rig, cfg)
+    swap, confirmed = _detect_lr_swaps(pixels, conf, rig, cfg)
     if not cfg.temporal or len(time_s) < 3:
         return swap
     dt = np.diff(time_s)
     step = float(np.median(dt))
     linked = dt < 1.5 * step
-    used = (conf > 0) & np.isfinite(pixels).all(-1)
-    raw = np.where(used[..., None], pixels, np.nan)
+    raw = np.where(((conf > 0) & np.isfinite(pixels).all(-1))[..., None], pixels, np.nan)
     if cfg.temporal_vote:
         steady = label_links(raw, box_height, linked, cfg)[2]
-        confirmed = cross_view_confirmed(raw, np.where(used, conf, 0.0), rig, cfg)
         swap = vote_in_time(swap, steady, confirmed, cfg.temporal_vote_untested)
     max_frames = max(int(round(cfg.temporal_max_s / step)), 1)
     max_body_frames = int(round(cfg.temporal_body_max_s / step))

@@ -270,3 +270,26 @@ def test_the_other_views_confirm_right_labels_and_never_swapped_ones(take):
     assert (truth & apart).sum() >= 100
     assert not confirmed[truth & apart].any()
     assert confirmed[~truth & apart].mean() > 0.93  # 95 %: the rest too close to the others' noise to tell
+
+
+def test_two_views_wrong_at_once_no_longer_get_the_right_one_swapped(take_15fps):
+    """Three views, two of which swap one arm the same way for 4 frames: to the cross-view test the right
+    view looks swapped (the other two triangulate the swapped arm), and it is swapped. The right view's
+    detector labels that arm steadily through those frames and the other views confirm it around them,
+    so the vote in time takes the verdict back, and the test in time then swaps the two wrong views back."""
+    rig, X = take_15fps
+    rng = np.random.default_rng(0)
+    px = rig.project(X) + rng.normal(0, 4.0, (len(X), len(rig), 17, 2))
+    conf = np.where(np.isfinite(px).all(-1), 0.9, 0.0)
+    conf[:, 3:] = 0.0  # views 0, 1 and 2 only
+    truth = np.zeros((len(X), len(rig), len(COCO17_LR_PAIRS)), bool)
+    truth[30:34, 0, ARM] = truth[30:34, 1, ARM] = True
+    bad = apply_lr_swaps(px, truth)
+    height = np.nanmax(px[..., 1], -1) - np.nanmin(px[..., 1], -1)
+    time_s = np.arange(len(X)) / 15.0
+    assert _apart(px)[30:34, :3][..., ARM].all()
+    cross_view = detect_lr_swaps(bad, conf, rig)
+    assert cross_view[30:34, 2, ARM].all() and not cross_view[30:34, :2, ARM].any()
+    found = find_lr_swaps(bad, conf, rig, height, time_s)
+    np.testing.assert_array_equal(found[..., ARM], truth[..., ARM])
+    assert find_lr_swaps(bad, conf, rig, height, time_s, SwapConfig(temporal_vote=False))[30:34, 2, ARM].all()
