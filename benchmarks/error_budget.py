@@ -44,7 +44,7 @@ from motionkit.body.fitting import coco_rows, fit_body_model, fit_take
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.store import read_result
 from motionkit.eval.metrics import pa_mpjpe
-from motionkit.eval.synthetic_report import FRAME_FAIL_MM, JOINT_FAIL_MM, gt_views, read_gt, true_rig, truth_at_samples
+from motionkit.eval.synthetic_report import failures, gt_views, read_gt, true_rig, truth_at_samples
 from motionkit.geometry.camera import CameraRig
 from motionkit.pipeline.config import PipelineConfig
 from motionkit.pipeline.fit_inputs import build_fit_inputs
@@ -87,14 +87,15 @@ def variant_inputs(name: str, inp, res, gt: dict, true: CameraRig, views: list[i
     return inp
 
 
-def trust_counts(landmarks: np.ndarray, res, truth: np.ndarray) -> np.ndarray:
-    """``[valid frames over FRAME_FAIL_MM, valid frames, trusted joints over JOINT_FAIL_MM, trusted
-    joints]`` of a fit's ``landmarks (M, 17, 3)`` (world) against ``truth (M, 17, 3)``, under the result
-    file's validity (``valid``) and trust (``fit/joint_trusted``) masks."""
+def scored(landmarks: np.ndarray, res, truth: np.ndarray) -> tuple[float, np.ndarray]:
+    """A fit's ``landmarks (M, 17, 3)`` (world) against ``truth (M, 17, 3)`` under the result file's
+    validity (``valid``) and trust (``fit/joint_trusted``) masks (``synthetic_report.failures``): its mean
+    PA-MPJPE (mm) over the valid frames, and ``[valid frames failed, valid frames, trusted joints failed,
+    trusted joints]``."""
     valid, trusted = res["valid"].astype(bool), res["fit/joint_trusted"].astype(bool)
-    frame_off = np.nan_to_num(pa_mpjpe(landmarks, truth), nan=0.0) > FRAME_FAIL_MM
-    joint_off = np.nan_to_num(np.linalg.norm(landmarks - truth, axis=-1) * 1000.0, nan=0.0) > JOINT_FAIL_MM
-    return np.array([(valid & frame_off).sum(), valid.sum(), (trusted & joint_off).sum(), trusted.sum()])
+    error, frame_off, joint_off = failures(landmarks, truth)
+    counts = np.array([(valid & frame_off).sum(), valid.sum(), (trusted & joint_off).sum(), trusted.sum()])
+    return float(np.nanmean(error[valid])), counts
 
 
 def annotation_floor(take, truth: np.ndarray, rng: np.random.Generator, fit_errors_mm=(0, 10, 15, 20)) -> dict:
@@ -140,7 +141,6 @@ def main() -> None:
         gt = read_gt(args.root, info.take_uid)
         true, views = true_rig(gt, take.rig), gt_views(gt, take.rig)
         at_samples = truth_at_samples(gt["landmarks"], res["grid/frame_pos"])
-        valid = res["valid"].astype(bool)  # the production fit's valid frames, as synth-report scores it
         shift = res["fit/world_shift_m"] if "fit/world_shift_m" in res.arrays else np.zeros(3)
         for name in variants:
             inp = build_fit_inputs(res, take.rig, res.fps, pipeline.weighting, pipeline.triangulation)
@@ -148,8 +148,9 @@ def main() -> None:
             out = fit_take(body, inp, fit_cfg)  # cameras refined as the pipeline does, exact or not
             exact_cameras = "true cameras" in name or name == "noise-free 2D"
             landmarks = out.joints[:, rows] + (0.0 if exact_cameras else shift)
-            fit_mm[name].append(float(np.nanmean(pa_mpjpe(landmarks, at_samples)[valid])))
-            counts[name] += trust_counts(landmarks, res, at_samples)
+            mm, take_counts = scored(landmarks, res, at_samples)
+            fit_mm[name].append(mm)
+            counts[name] += take_counts
         floors.append(annotation_floor(take, gt["landmarks"], rng))
         print(f"{info.take_uid[:8]}  " + "  ".join(f"{v}: {fit_mm[v][-1]:.1f}" for v in variants), flush=True)
     print(f"\n{args.root} ({len(infos)} takes; {platform.machine()}, {platform.node()})")

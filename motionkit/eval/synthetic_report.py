@@ -193,6 +193,16 @@ TRUST_KEYS = (
 )  # the shares of trust_checks that the report also gives pooled at its top level
 
 
+def failures(fit: np.ndarray, truth: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(error (M,), frame (M,), joint (M, 17))``: the PA-MPJPE (mm) of each frame of ``fit (M, 17, 3)``
+    against ``truth (M, 17, 3)`` (world metres), the frames where it is over ``FRAME_FAIL_MM``, and the
+    joints farther than ``JOINT_FAIL_MM`` from their true landmark (no failure where NaN)."""
+    error = pa_mpjpe(fit, truth)
+    frame = np.nan_to_num(error, nan=0.0) > FRAME_FAIL_MM
+    joint = np.nan_to_num(np.linalg.norm(fit - truth, axis=-1) * 1000.0, nan=0.0) > JOINT_FAIL_MM
+    return error, frame, joint
+
+
 def trust_checks(res, truth: np.ndarray, fittable_views: np.ndarray, landmark_views: np.ndarray,
                  n_frames: int, detected_views: np.ndarray | None = None) -> dict:  # fmt: skip
     """The fit's validity, flags and per-joint trust against the truth, per frame of the fit grid.
@@ -214,13 +224,10 @@ def trust_checks(res, truth: np.ndarray, fittable_views: np.ndarray, landmark_vi
     part (``COCO17_PARTS``) as counts only, ``trust_counts["joint_false_trust:legs"]`` etc., which
     ``pooled_checks`` pools."""
     fit = res["fit/coco17_all"] if "fit/coco17_all" in res.arrays else res["joints/coco17"]
-    err = pa_mpjpe(fit, truth)
+    err, fail, jfail = failures(fit, truth)
     valid = res["valid"].astype(bool)
     flagged = judged_flags(res.group("flags"), len(valid))
-    fail = np.nan_to_num(err, nan=0.0) > FRAME_FAIL_MM
     fittable = fittable_views >= 2
-    jerr = np.linalg.norm(fit - truth, axis=-1) * 1000.0
-    jfail = np.nan_to_num(jerr, nan=0.0) > JOINT_FAIL_MM
     trusted = res["fit/joint_trusted"].astype(bool)
     seen = landmark_views >= 2
 

@@ -78,17 +78,20 @@ def detect_lr_swaps(pixels: np.ndarray, conf: np.ndarray, rig: CameraRig, cfg: S
     too. Each round finds the candidates (``cross_view_swaps``) and, in every frame with one, swaps
     the view whose candidates leave the frame most consistent (``leave_one_out_error``), then tests
     that frame again."""
-    return _detect_lr_swaps(pixels, conf, rig, cfg or SwapConfig())[0]
+    return _detect_lr_swaps(*_used(pixels, conf), rig, cfg or SwapConfig())[0]
 
 
-def _detect_lr_swaps(
-    pixels: np.ndarray, conf: np.ndarray, rig: CameraRig, cfg: SwapConfig
-) -> tuple[np.ndarray, np.ndarray]:
-    """``detect_lr_swaps``'s verdicts and, from its first round (the labels as given), the pairs whose
-    labels the other views confirm (``cross_view_confirmed``), both ``(F, V, P)`` bool."""
+def _used(pixels: np.ndarray, conf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pixels (F, V, 17, 2)`` NaN and ``conf (F, V, 17)`` 0 where a keypoint is unused (no confidence
+    or not finite)."""
     used = (conf > 0) & np.isfinite(pixels).all(-1)
-    px = np.where(used[..., None], pixels, np.nan)
-    w = np.where(used, conf, 0.0)
+    return np.where(used[..., None], pixels, np.nan), np.where(used, conf, 0.0)
+
+
+def _detect_lr_swaps(px: np.ndarray, w: np.ndarray, rig: CameraRig, cfg: SwapConfig) -> tuple[np.ndarray, np.ndarray]:
+    """``detect_lr_swaps``'s verdicts on the used keypoints ``px``, ``w`` (``_used``) and, from its first
+    round (the labels as given), the pairs whose labels the other views confirm
+    (``cross_view_confirmed``), both ``(F, V, P)`` bool."""
     F, V = px.shape[:2]
     swap = np.zeros((F, V, len(COCO17_LR_PAIRS)), bool)
     todo = np.arange(F)
@@ -302,13 +305,13 @@ def find_lr_swaps(
     (``time_s (F,)`` seconds of the frames, ``box_height (F, V)`` pixels; the other arguments as for
     ``detect_lr_swaps``)."""
     cfg = cfg or SwapConfig()
-    swap, confirmed = _detect_lr_swaps(pixels, conf, rig, cfg)
+    raw, w = _used(pixels, conf)
+    swap, confirmed = _detect_lr_swaps(raw, w, rig, cfg)
     if not cfg.temporal or len(time_s) < 3:
         return swap
     dt = np.diff(time_s)
     step = float(np.median(dt))
     linked = dt < 1.5 * step
-    raw = np.where(((conf > 0) & np.isfinite(pixels).all(-1))[..., None], pixels, np.nan)
     if cfg.temporal_vote:
         steady = label_links(raw, box_height, linked, cfg)[2]
         swap = vote_in_time(swap, steady, confirmed, cfg.temporal_vote_untested)
