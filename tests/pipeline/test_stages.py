@@ -87,15 +87,16 @@ def test_gaps_the_aria_holds_are_valid_where_the_body_stays_in_place(tmp_path):
 
 
 def test_the_floor_keeps_a_hidden_leg_from_sinking_down_a_camera_ray(tmp_path):
-    """A mechanic kneeling beside a bike (10-s take, seed 5), fitted with and without the ankles' floor
-    (``body_fit.w_floor``). One camera sees his right leg for a while; without the floor the fit pushes it
-    down that camera's ray until the ankle lies near the ground, 12-15 cm lower than the ankles two views
-    see ever go, and frames with fewer than two fittable views are valid while 100 mm off. With the floor
-    the leg stays up: the lowest fitted ankle is within a few cm of the lowest true one, and those frames
-    are right. Measured: without, the lowest ankle 0 mm above the floor and the worst such frame 102 mm
-    off; with, 106 mm (the truth's lowest 151 mm) and 57 mm."""
+    """A mechanic kneeling beside a bike (10-s take, seed 4), fitted with and without the ankles' floor
+    (``body_fit.w_floor``). One camera sees his leg for a while; without the floor the fit pushes it down
+    that camera's ray until the ankle lies near the ground, 12 cm lower than the true ankles ever go.
+    With the floor the leg stays up: the lowest fitted ankle is within a few cm of the lowest true one,
+    and the frames with fewer than two fittable views that are valid are right. Measured: without, the
+    lowest ankle 11 mm above the floor; with, 93 mm (the truth's lowest 134 mm), and the worst such frame
+    35 mm off (37 mm without). (Before the start placed a missing hip where the torso puts it, seed 5's
+    take showed the same sinking with frames 100 mm off; its start now keeps that leg up.)"""
     root = tmp_path / "ds"
-    write_synthetic_dataset(root, SynthConfig(takes=1, seed=5, duration=10.0, scenario="bike_repair"))
+    write_synthetic_dataset(root, SynthConfig(takes=1, seed=4, duration=10.0, scenario="bike_repair"))
     uid = EgoExoDataset(root).takes()[0].take_uid
     gt = read_gt(root, uid)
     with h5py.File(root / "gt" / f"{uid}.h5") as f:
@@ -111,6 +112,6 @@ def test_the_floor_keeps_a_hidden_leg_from_sinking_down_a_camera_ray(tmp_path):
         unfittable = r["valid"].astype(bool) & (gt["fittable_views"][r["grid/frame_index"]] < 2)
         worst[name] = pa_mpjpe(fit, truth)[unfittable].max(initial=0.0)
     true_lowest = truth_at_samples(gt["landmarks"], results["on"]["grid/frame_pos"])[:, 15:17, 2].min() - floor
-    assert lowest["off"] < 0.05 and worst["off"] > 95.0  # the failure is there without the floor
+    assert lowest["off"] < 0.03 and lowest["off"] < true_lowest - 0.1  # the sinking is there without the floor
     assert true_lowest - 0.06 < lowest["on"] < true_lowest + 0.01
-    assert worst["on"] < 70.0
+    assert worst["on"] < 45.0
