@@ -88,13 +88,12 @@ def test_gaps_the_aria_holds_are_valid_where_the_body_stays_in_place(tmp_path):
 
 def test_the_floor_keeps_a_hidden_leg_from_sinking_down_a_camera_ray(tmp_path):
     """A mechanic kneeling beside a bike (10-s take, seed 4), fitted with and without the ankles' floor
-    (``body_fit.w_floor``). One camera sees his leg for a while; without the floor the fit pushes it down
-    that camera's ray until the ankle lies near the ground, 12 cm lower than the true ankles ever go.
+    (``body_fit.w_floor``). Without the floor the fit pushes his right ankle, which one camera supports
+    there, down that camera's ray until it lies near the ground, 12 cm lower than the true ankles ever go.
     With the floor the leg stays up: the lowest fitted ankle is within a few cm of the lowest true one,
     and the frames with fewer than two fittable views that are valid are right. Measured: without, the
     lowest ankle 11 mm above the floor; with, 93 mm (the truth's lowest 134 mm), and the worst such frame
-    35 mm off (37 mm without). (Before the start placed a missing hip where the torso puts it, seed 5's
-    take showed the same sinking with frames 100 mm off; its start now keeps that leg up.)"""
+    35 mm off (37 mm without)."""
     root = tmp_path / "ds"
     write_synthetic_dataset(root, SynthConfig(takes=1, seed=4, duration=10.0, scenario="bike_repair"))
     uid = EgoExoDataset(root).takes()[0].take_uid
