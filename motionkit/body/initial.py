@@ -121,10 +121,11 @@ def init_shape(body: BodyModel, tri: np.ndarray, iters: int = 200) -> np.ndarray
 def init_pose(body: BodyModel, betas: np.ndarray, tri: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Global orientation and translation by Kabsch on the torso, and swing-only limb rotations onto
     ``tri (M, 17, 3)``. Shoulders and hips that triangulation missed are first placed where the torso's
-    pose puts the model's joints (``place_missing_roots``; otherwise a limb whose shoulder or hip is
-    missing starts at rest however far its triangulated elbow or knee lies), then knees it missed between
-    a hip and an ankle where a knee bends (``place_hidden_knees``; a straight leg's start can leave a knee
-    that one view sees at the mirror-image depth along that view's ray).
+    pose puts the model's joints (``place_missing_roots``, where some frame has three torso joints to
+    pose it by; otherwise a limb whose shoulder or hip is missing starts at rest however far its
+    triangulated elbow or knee lies), then knees it missed between a hip and an ankle where a knee bends
+    (``place_hidden_knees``; a straight leg's start can leave a knee that one view sees at the
+    mirror-image depth along that view's ray).
 
     Returns ``(global_orient (M, 3, 3), body_pose (M, 21, 3, 3), transl (M, 3))``.
     """
@@ -137,7 +138,9 @@ def init_pose(body: BodyModel, betas: np.ndarray, tri: np.ndarray) -> tuple[np.n
     R, t, ok = kabsch(Jr[TORSO_SMPLX], torso, mask)
     R, t = _fill_invalid(R, t, ok)
     transl = t + np.einsum("mij,j->mi", R, Jr[0]) - Jr[0]
-    tri = place_hidden_knees(place_missing_roots(tri, R, t, Jr), R[:, :, 2], Jr)
+    if ok.any():  # without any torso pose a missing root stays missing (its limb starts at rest)
+        tri = place_missing_roots(tri, R, t, Jr)
+    tri = place_hidden_knees(tri, R[:, :, 2], Jr)
     pose = np.tile(np.eye(3), (M, 21, 1, 1))
     G = {0: R}
     for s_chain, c_chain in zip(SMPLX_LIMB_CHAINS, COCO17_LIMB_CHAINS, strict=True):

@@ -117,3 +117,14 @@ def test_a_hip_triangulation_missed_starts_where_the_torso_puts_it_and_its_leg_f
     right_leg = start[[2, 5, 8]]  # SMPL-X right hip, knee, ankle
     assert np.linalg.norm(right_leg - truth[0, [12, 14, 16]], axis=-1).max() < 0.002
     assert np.isnan(tri[:, 12]).all()  # the input is not changed
+
+
+def test_without_any_torso_the_limbs_start_at_rest_where_the_root_is():
+    """No frame with three torso joints: there is no torso pose to place a missing shoulder or hip by, so
+    the limbs whose roots are missing start at rest instead of aiming from the origin at a found elbow."""
+    body = BodyModel(vertex_keypoints=FACE_KEYPOINTS)
+    tri = np.full((4, 17, 3), np.nan)
+    tri[:, 7] = [2.0, 3.0, 1.2]  # a left elbow 3.7 m from the origin, nothing else
+    global_orient, body_pose, transl = init_pose(body, np.zeros(10), tri)
+    assert np.isfinite(body_pose).all() and np.isfinite(transl).all()
+    np.testing.assert_allclose(body_pose, np.broadcast_to(np.eye(3), body_pose.shape), atol=1e-12)
