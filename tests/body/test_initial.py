@@ -70,17 +70,23 @@ def _first(a: np.ndarray) -> torch.Tensor:
     return torch.as_tensor(a[0], dtype=torch.float32)
 
 
+def _kneeling(body: BodyModel) -> np.ndarray:
+    """COCO-17 joint centres ``(1, 17, 3)`` of the mean-shape body kneeling (thighs forward, shins folded
+    back) at the origin."""
+    pose = torch.zeros(21, 3)
+    pose[0, 0] = pose[1, 0] = -1.4  # hips flexed (thighs forward, about the body's x axis)
+    pose[3, 0] = pose[4, 0] = 2.0  # knees flexed (shins back)
+    with torch.no_grad():
+        joints = body(torch.zeros(10), torch.zeros(3), pose).double().numpy()
+    return joints[np.asarray(SMPLX_TO_COCO17)][None]
+
+
 def test_the_initial_pose_bends_a_hidden_knee_the_way_the_kneeling_body_does():
     """A kneeling body (thighs forward, shins folded back) whose knees triangulation missed: its initial
     pose puts the knees within 14 mm of the true ones; left straight, they would hang 0.5 m away."""
     body = BodyModel(vertex_keypoints=FACE_KEYPOINTS)
     betas = torch.zeros(10)
-    pose = torch.zeros(21, 3)
-    pose[0, 0] = pose[1, 0] = -1.4  # hips flexed (thighs forward, about the body's x axis)
-    pose[3, 0] = pose[4, 0] = 2.0  # knees flexed (shins back)
-    with torch.no_grad():
-        joints = body(betas, torch.zeros(3), pose).double().numpy()
-    truth = joints[np.asarray(SMPLX_TO_COCO17)][None]  # (1, 17, 3) at the joint centres
+    truth = _kneeling(body)
     tri = truth.copy()
     tri[:, [13, 14]] = np.nan  # knees hidden
     global_orient, body_pose, transl = init_pose(body, np.zeros(10), tri)
@@ -103,12 +109,7 @@ def test_a_hip_triangulation_missed_starts_where_the_torso_puts_it_and_its_leg_f
     rest, 0.5 m away."""
     body = BodyModel(vertex_keypoints=FACE_KEYPOINTS)
     betas = torch.zeros(10)
-    pose = torch.zeros(21, 3)
-    pose[0, 0] = pose[1, 0] = -1.4
-    pose[3, 0] = pose[4, 0] = 2.0
-    with torch.no_grad():
-        joints = body(betas, torch.zeros(3), pose).double().numpy()
-    truth = joints[np.asarray(SMPLX_TO_COCO17)][None]
+    truth = _kneeling(body)
     tri = truth.copy()
     tri[:, 12] = np.nan  # right hip missing
     start_pose = init_pose(body, np.zeros(10), tri)
