@@ -77,7 +77,7 @@ class TrustConfig:
     max_face_anchor_m: float = 0.10
     face_from_aria: bool = True
     max_face_turn_m: float = 0.05
-    max_aria_gap_s: float = 1.0
+    max_aria_gap_s: float = 1.5
     max_aria_gap_travel_m: float = 0.3
 
 

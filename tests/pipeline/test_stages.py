@@ -57,10 +57,10 @@ def test_frames_whose_fitted_eyes_are_far_from_the_aria_anchor_are_not_valid(syn
 
 def test_gaps_the_aria_holds_are_valid_where_the_body_stays_in_place(tmp_path):
     """A mechanic kneeling behind a bike (10-s take), fitted with and without ``trust.max_aria_gap_s``
-    (the fit itself is the same): the frames the rule adds lie in gaps of at most 1 s between the other
+    (the fit itself is the same): the frames the rule adds lie in gaps of at most 1.5 s between the other
     rules' valid frames, where the fitted head sits and turns as the Aria does in every frame, they
     carry ``FEW_CAMS``, and against the truth they are right although most have fewer than two
-    fittable views. Measured: 17 frames added, all with fewer than two fittable views, at most 24 mm off
+    fittable views. Measured: 19 frames added, all with fewer than two fittable views, at most 25 mm off
     (PA-MPJPE against the true landmarks)."""
     root = tmp_path / "ds"
     write_synthetic_dataset(root, SynthConfig(takes=1, seed=8, duration=10.0, scenario="bike_repair"))
@@ -77,7 +77,8 @@ def test_gaps_the_aria_holds_are_valid_where_the_body_stays_in_place(tmp_path):
     turn = head_turn_residual(fit, np.arange(17), on["aria/rotation_at_sample"])
     for start, stop in valid_runs(~v_off):
         if added[start:stop].any():
-            assert added[start:stop].all() and (stop - start) / on.fps <= 1.0 and 0 < start and stop < len(v_off)
+            assert added[start:stop].all() and (stop - start) / on.fps <= PipelineConfig().trust.max_aria_gap_s
+            assert 0 < start and stop < len(v_off)
             assert (eyes[start:stop] <= 0.10).all() and (turn[start:stop] <= 0.05).all()
     assert on["flags/FEW_CAMS"][added].all()
     gt = read_gt(root, uid)
