@@ -1,6 +1,7 @@
 """The fit's starting point: minimal rotations, NaN-aware smoothing in time, missing hips and hidden knees."""
 
 import numpy as np
+import pytest
 import torch
 
 from motionkit.body.fitting import FACE_KEYPOINTS
@@ -65,9 +66,18 @@ def test_a_knee_triangulation_missed_starts_in_front_of_its_hip_and_ankle():
     assert np.isnan(tri[0, 13]).all()  # the input is not changed
 
 
-def _first(a: np.ndarray) -> torch.Tensor:
-    """The first frame of an initial pose array, as the body model's float32."""
-    return torch.as_tensor(a[0], dtype=torch.float32)
+@pytest.fixture(scope="module")
+def body() -> BodyModel:
+    return BodyModel(vertex_keypoints=FACE_KEYPOINTS)
+
+
+def _start_joints(body: BodyModel, global_orient: np.ndarray, body_pose: np.ndarray,
+                  transl: np.ndarray) -> np.ndarray:  # fmt: skip
+    """SMPL-X joints ``(55 + K, 3)`` of the mean-shape body at the first frame of an initial pose
+    (``init_pose``'s output)."""
+    first = (torch.as_tensor(a[0], dtype=torch.float32) for a in (global_orient, body_pose, transl))
+    with torch.no_grad():
+        return body(torch.zeros(10), *first).double().numpy()
 
 
 def _kneeling(body: BodyModel) -> np.ndarray:
@@ -81,49 +91,38 @@ def _kneeling(body: BodyModel) -> np.ndarray:
     return joints[np.asarray(SMPLX_TO_COCO17)][None]
 
 
-def test_the_initial_pose_bends_a_hidden_knee_the_way_the_kneeling_body_does():
+def test_the_initial_pose_bends_a_hidden_knee_the_way_the_kneeling_body_does(body):
     """A kneeling body (thighs forward, shins folded back) whose knees triangulation missed: its initial
     pose puts the knees within 14 mm of the true ones; left straight, they would hang 0.5 m away."""
-    body = BodyModel(vertex_keypoints=FACE_KEYPOINTS)
-    betas = torch.zeros(10)
     truth = _kneeling(body)
     tri = truth.copy()
     tri[:, [13, 14]] = np.nan  # knees hidden
     global_orient, body_pose, transl = init_pose(body, np.zeros(10), tri)
-    with torch.no_grad():
-        start = body(betas, *(_first(a) for a in (global_orient, body_pose, transl))).double().numpy()
-    knees = start[[4, 5]]
+    knees = _start_joints(body, global_orient, body_pose, transl)[[4, 5]]
     assert np.linalg.norm(knees - truth[0, [13, 14]], axis=-1).max() < 0.03  # 14 mm: the circle's forward point
     straight = tri.copy()
     straight[:, [15, 16]] = np.nan  # without ankles the legs start straight
     _, pose_straight, _ = init_pose(body, np.zeros(10), straight)
-    with torch.no_grad():
-        hanging = body(betas, *(_first(a) for a in (global_orient, pose_straight, transl))).double().numpy()[[4, 5]]
+    hanging = _start_joints(body, global_orient, pose_straight, transl)[[4, 5]]
     assert np.linalg.norm(hanging - truth[0, [13, 14]], axis=-1).min() > 0.4  # 0.50 m
 
 
-def test_a_hip_triangulation_missed_starts_where_the_torso_puts_it_and_its_leg_follows_the_knee():
+def test_a_hip_triangulation_missed_starts_where_the_torso_puts_it_and_its_leg_follows_the_knee(body):
     """The kneeling body with its right hip missing (knee and ankle found): the start places the hip
     where the torso's pose puts the model's hip and aims the leg at the found knee and ankle, so the
     right hip, knee and ankle start within 2 mm of the true ones; without the fill the leg started at
     rest, 0.5 m away."""
-    body = BodyModel(vertex_keypoints=FACE_KEYPOINTS)
-    betas = torch.zeros(10)
     truth = _kneeling(body)
     tri = truth.copy()
     tri[:, 12] = np.nan  # right hip missing
-    start_pose = init_pose(body, np.zeros(10), tri)
-    with torch.no_grad():
-        start = body(betas, *(_first(a) for a in start_pose)).double().numpy()
-    right_leg = start[[2, 5, 8]]  # SMPL-X right hip, knee, ankle
+    right_leg = _start_joints(body, *init_pose(body, np.zeros(10), tri))[[2, 5, 8]]  # SMPL-X right hip, knee, ankle
     assert np.linalg.norm(right_leg - truth[0, [12, 14, 16]], axis=-1).max() < 0.002
     assert np.isnan(tri[:, 12]).all()  # the input is not changed
 
 
-def test_without_any_torso_the_limbs_start_at_rest_where_the_root_is():
+def test_without_any_torso_the_limbs_start_at_rest_where_the_root_is(body):
     """No frame with three torso joints: there is no torso pose to place a missing shoulder or hip by, so
     the limbs whose roots are missing start at rest instead of aiming from the origin at a found elbow."""
-    body = BodyModel(vertex_keypoints=FACE_KEYPOINTS)
     tri = np.full((4, 17, 3), np.nan)
     tri[:, 7] = [2.0, 3.0, 1.2]  # a left elbow 3.7 m from the origin, nothing else
     global_orient, body_pose, transl = init_pose(body, np.zeros(10), tri)
