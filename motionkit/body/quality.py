@@ -3,6 +3,7 @@ can be trusted, and per-frame quality flags (docs/result_file.md, groups ``fit``
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from dataclasses import dataclass
 
@@ -37,8 +38,12 @@ class TrustConfig:
     ``view_landmarks``: a view supports the frame with at least this many supported landmarks (of 17).
     ``trust_views``: a joint of a valid frame is trusted when this many views support it in that frame, or in the
     median over ``support_window_s`` (centred) of its supporting views (the fit is smooth in time: one frame's
-    dropped observation does not move the joint). ``limb_trust_views``: the views an elbow, wrist, knee or ankle
-    needs instead, where that is more (3: a precision mode for users who would rather lose a third of the limbs than
+    dropped observation does not move the joint). ``min_view_angle_deg``: a shoulder, hip or limb landmark is
+    trusted only where two of the views that support it in that window see it from directions at least this many
+    degrees apart and not within this many of opposite (``view_pair_sine``): two views whose rays to a joint nearly
+    coincide fix it across the rays, not along them, and a few pixels of detector noise then move it tens of
+    millimetres there (0 turns it off). ``limb_trust_views``: the views an elbow, wrist, knee or ankle needs instead,
+    where that is more (3: a precision mode for users who would rather lose a third of the limbs than
     trust two views' worth of detector noise; docs/result_file.md, "Stricter trust"). A frame is valid with two or
     more supporting views in a run at least ``min_seen_run_s`` long, or in a gap of at most ``max_gap_s`` between
     such runs across which the body moves at most ``max_gap_travel_m`` (``valid_frames``: the fit is smooth through
@@ -67,6 +72,7 @@ class TrustConfig:
     trust_views: int = 2
     limb_trust_views: int = 2
     support_window_s: float = 0.5
+    min_view_angle_deg: float = 20.0
     max_gap_s: float = 0.4
     min_seen_run_s: float = 0.1
     seen_view_landmarks: int = 6
@@ -84,12 +90,13 @@ class TrustConfig:
 @dataclass(frozen=True)
 class ObservationSupport:
     """What the fit's final observation weights support (``observation_support``), for ``M`` frames and
-    ``V`` views: ``joint (M, 17)`` int16 views whose observation of each landmark supports the fit
-    (``fit/joint_support``); ``cameras (M, V)`` bool views that support the frame (``cfg.view_landmarks``
-    or more supported landmarks); ``n_views (M,)`` their number; ``n_seeing (M,)`` views with
-    ``cfg.seen_view_landmarks`` or more (fewer than a supporting view needs: ``valid_frames``'
+    ``V`` views: ``views (M, V, 17)`` bool the observations that support their landmark; ``joint (M, 17)``
+    int16 their number per landmark (``fit/joint_support``); ``cameras (M, V)`` bool views that support the
+    frame (``cfg.view_landmarks`` or more supported landmarks); ``n_views (M,)`` their number; ``n_seeing (M,)``
+    views with ``cfg.seen_view_landmarks`` or more (fewer than a supporting view needs: ``valid_frames``'
     ``n_seen_views``)."""
 
+    views: np.ndarray
     joint: np.ndarray
     cameras: np.ndarray
     n_views: np.ndarray
@@ -106,8 +113,9 @@ def observation_support(obs_weight: np.ndarray, confidence: np.ndarray, cfg: Tru
     )  # (M, V, 17)
     landmarks = supporting.sum(-1)  # (M, V)
     cameras = landmarks >= cfg.view_landmarks
-    return ObservationSupport(joint=supporting.sum(1).astype(np.int16), cameras=cameras, n_views=cameras.sum(-1),
-                              n_seeing=(landmarks >= cfg.seen_view_landmarks).sum(-1))  # fmt: skip
+    n_seeing = (landmarks >= cfg.seen_view_landmarks).sum(-1)
+    return ObservationSupport(views=supporting, joint=supporting.sum(1).astype(np.int16), cameras=cameras,
+                              n_views=cameras.sum(-1), n_seeing=n_seeing)  # fmt: skip
 
 
 def weighted_views(weight: np.ndarray) -> np.ndarray:
@@ -124,16 +132,22 @@ def dropped_views(input_weight: np.ndarray, obs_weight: np.ndarray) -> np.ndarra
 
 def joint_trusted(support: np.ndarray, valid: np.ndarray, fps: float, cfg: TrustConfig,
                   face_off_anchor: np.ndarray | None = None,
-                  head_held: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+                  head_held: np.ndarray | None = None,
+                  pair_sine: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """``(M, 17)`` bool: the joint of a valid frame whose supporting views ``support (M, 17)`` number
     ``cfg.trust_views`` or more (the limbs' ``cfg.limb_trust_views`` where that is more) in that frame,
     or in their median over ``cfg.support_window_s`` (a stretch that two views support carries the
-    smooth fit across one view's dropped observations); the face's landmarks not where
+    smooth fit across one view's dropped observations); with ``pair_sine (M, 17)`` (``view_pair_sine``)
+    the body's landmarks (shoulders to ankles) only where two of those views meet at
+    ``cfg.min_view_angle_deg`` or more; the face's landmarks not where
     ``face_off_anchor (M,)`` (``eyes_off_anchor`` at ``cfg.max_face_anchor_m``), and, with
     ``cfg.face_from_aria``, in every valid frame of ``head_held (M,)`` (``head_held_by_aria``: the fitted
     head where the Aria puts it and turned as the Aria is), whatever the views: the Aria fixes the
     head's pose there, and with it the face."""
     trusted = valid[:, None] & (steady_support(support, fps, cfg) >= views_needed(cfg))
+    if pair_sine is not None and cfg.min_view_angle_deg > 0:
+        body = list(COCO17_BODY)
+        trusted[:, body] &= np.asarray(pair_sine)[:, body] >= np.sin(np.radians(cfg.min_view_angle_deg))
     face = list(COCO17_FACE)
     if face_off_anchor is not None:
         trusted[:, face] &= ~np.asarray(face_off_anchor, dtype=bool)[:, None]
@@ -148,8 +162,32 @@ def steady_support(support: np.ndarray, fps: float, cfg: TrustConfig) -> np.ndar
     ``joint_trusted`` compares with ``views_needed``."""
     if not len(support):
         return support
-    size = 2 * int(round(cfg.support_window_s * fps / 2)) + 1
+    size = _window_samples(cfg.support_window_s, fps)
     return np.maximum(median_filter(support, size=(size, 1), mode="nearest"), support)
+
+
+def view_pair_sine(views: np.ndarray, landmarks: np.ndarray, centres: np.ndarray, fps: float,
+                   cfg: TrustConfig) -> np.ndarray:  # fmt: skip
+    """``(M, 17)`` in [0, 1]: per landmark, the largest ``|sin|`` of the angle between the rays from two
+    camera centres ``centres (V, 3)`` (world metres) to the fitted landmark ``landmarks (M, 17, 3)``
+    (world metres) over the pairs of views that support it (``views (M, V, 17)``,
+    ``ObservationSupport.views``) in that frame or within ``cfg.support_window_s`` (centred; ``fps``
+    samples per second), the window ``steady_support`` carries support over; 0 where fewer than two.
+    ``joint_trusted`` compares it with ``cfg.min_view_angle_deg``: two rays that meet at a narrow angle, or
+    nearly opposite, pin a point across them but hardly along them."""
+    views = np.asarray(views, dtype=bool)
+    M, V = views.shape[:2]
+    if M == 0 or V < 2:
+        return np.zeros((M, views.shape[2]))
+    near = maximum_filter1d(views, _window_samples(cfg.support_window_s, fps), axis=0, mode="nearest")
+    rays = np.asarray(landmarks, dtype=np.float64)[:, None] - np.asarray(centres, dtype=np.float64)[None, :, None]
+    rays /= np.linalg.norm(rays, axis=-1, keepdims=True)  # (M, V, 17, 3)
+    best = np.zeros((M, views.shape[2]))
+    for a, b in itertools.combinations(range(V), 2):  # one pass over the frames per pair of views
+        cos = np.einsum("mjc,mjc->mj", rays[:, a], rays[:, b])
+        sine = np.nan_to_num(np.sqrt(np.clip(1.0 - cos * cos, 0.0, 1.0)))
+        best = np.where(near[:, a] & near[:, b], np.maximum(best, sine), best)
+    return best
 
 
 def stricter_trust(trusted: np.ndarray, support: np.ndarray, fps: float, cfg: TrustConfig) -> np.ndarray:
@@ -158,7 +196,9 @@ def stricter_trust(trusted: np.ndarray, support: np.ndarray, fps: float, cfg: Tr
     ``limb_trust_views``), from the same fit's ``support (M, 17)`` (``fit/joint_support``) on its grid of
     ``fps``. It only tightens: where ``cfg`` asks no more views than the fit's own config did, the mask
     comes back as it was; with more, the body's landmarks are what ``joint_trusted`` gives a refit with
-    ``cfg``. The face keeps its trust (the Aria's, docs/result_file.md)."""
+    ``cfg`` (the angle between the supporting views, ``min_view_angle_deg``, judged as the fit judged it:
+    the stored support counts views, not their directions). The face keeps its trust (the Aria's,
+    docs/result_file.md)."""
     body = list(COCO17_BODY)
     out = np.asarray(trusted, dtype=bool).copy()
     out[:, body] &= (steady_support(support, fps, cfg) >= views_needed(cfg))[:, body]
@@ -186,6 +226,11 @@ def _at_most(x: np.ndarray, limit: float) -> np.ndarray:
     """``x <= limit`` elementwise, False where ``x`` is NaN."""
     x = np.asarray(x, dtype=np.float64)
     return np.less_equal(x, limit, out=np.zeros(x.shape, bool), where=np.isfinite(x))
+
+
+def _window_samples(seconds: float, fps: float) -> int:
+    """The odd number of samples of a centred window of about ``seconds`` at ``fps``."""
+    return 2 * int(round(seconds * fps / 2)) + 1
 
 
 def _samples(seconds: float, fps: float) -> int:

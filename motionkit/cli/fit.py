@@ -91,6 +91,10 @@ FIT_OPTIONS = [
                 help="Supporting views an elbow, wrist, knee or ankle needs to be trusted (fit/joint_trusted). 3, a "
                      "precision mode, trusts 5-76 % fewer limb landmarks and 45-100 % fewer of those more than "
                      "50 mm off (scenario benchmarks; docs/result_file.md, 'Stricter trust')."),
+    _fit_option("trust.min_view_angle_deg", "--min-view-angle", type=click.FloatRange(0.0, 90.0),
+                help="Degrees two supporting views' rays to a shoulder, hip or limb landmark must lie apart (and "
+                     "away from opposite) for it to be trusted: rays that nearly coincide leave it loose along "
+                     "them (0: off; docs/result_file.md, 'Two views from nearly one direction')."),
     _fit_option("world_anchor.use_aria", "--aria-world/--calibration-world",
                 help="Move the fitted body (with the cameras it was fitted in) by one shift per take toward where "
                      "the Aria trajectory puts the head, as far as the cameras' distance makes their world "

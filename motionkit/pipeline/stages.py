@@ -39,6 +39,7 @@ from motionkit.body.quality import (
     observation_support,
     quality_flags,
     valid_frames,
+    view_pair_sine,
     weighted_views,
 )
 from motionkit.body.world_anchor import aria_world_shift, camera_distance_m, shifted_cameras
@@ -376,7 +377,9 @@ def stage_fit(ctx: StageContext) -> None:
     r.arrays["time_s"] = r["grid/time_s"]
     r.arrays["valid"] = valid
     face_off = eyes_off_anchor(eye_anchor_m, trust.max_face_anchor_m)  # a head turned wrong
-    trusted = joint_trusted(support.joint, valid, fps, trust, face_off, held)
+    centres = invert_transform(cameras["T_cam_world"])[:, :3, 3]  # (V, 3) the refined cameras, shifted
+    pair_sine = view_pair_sine(support.views, out.joints[:, rows], centres, fps, trust)  # (M, 17)
+    trusted = joint_trusted(support.joint, valid, fps, trust, face_off, held, pair_sine)
     swapped = np.where(weighted_views(out.obs_weight), swapped_pair_count(r["association/swap"]), 0)  # (M, V)
     r.put("flags", quality_flags(out.joints, valid, n_views, fps, eye_anchor_m, out.reproj_px, trusted,
                                  trust.max_eye_anchor_m, swapped))  # fmt: skip

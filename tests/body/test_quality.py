@@ -17,6 +17,7 @@ from motionkit.body.quality import (
     stricter_trust,
     trust_by_part,
     valid_frames,
+    view_pair_sine,
     views_needed,
     weighted_views,
 )
@@ -308,6 +309,47 @@ def test_the_limbs_can_be_asked_for_more_views_than_the_rest():
     np.testing.assert_array_equal(stricter_trust(stored, support, fps, TrustConfig()), stored)
     fewer = joint_trusted(support, valid, fps, TrustConfig(trust_views=3, limb_trust_views=2))
     np.testing.assert_array_equal(fewer, three)  # fewer limb views than the rest: the rest's rule holds for all
+
+
+def _cameras_at(degrees, distance=4.0):
+    """(V, 3) camera centres on a horizontal circle of ``distance`` m round the origin, at ``degrees``."""
+    a = np.radians(np.asarray(degrees, dtype=np.float64))
+    return np.stack([distance * np.cos(a), distance * np.sin(a), np.full_like(a, 1.5)], -1)
+
+
+def test_view_pair_sine_is_the_widest_angle_between_two_supporting_views():
+    """Cameras on a circle round landmarks at the origin (eye height, so the rays are horizontal): the
+    largest sine over the pairs of views that support a landmark, within the support window."""
+    fps, M = 20.0, 30
+    centres = _cameras_at([0.0, 10.0, 100.0, 170.0])
+    landmarks = np.zeros((M, 17, 3))
+    landmarks[..., 2] = 1.5
+    views = np.zeros((M, 4, 17), bool)
+    views[:, [0, 1], 5] = True  # 10 degrees apart
+    views[:, [0, 3], 6] = True  # 170 degrees apart: as narrow as 10, the rays all but coincide
+    views[:, [0, 1, 2], 7] = True  # a third view at 100 degrees: 90 from the second
+    views[:, 0, 8] = True  # one view only
+    views[:, 0, 9] = True
+    views[12, 2, 9] = True  # a second view in one frame: carried over the 0.5-s window
+    cfg = TrustConfig()
+    sine = view_pair_sine(views, landmarks, centres, fps, cfg)
+    np.testing.assert_allclose(sine[:, 5], np.sin(np.radians(10.0)), atol=1e-9)
+    np.testing.assert_allclose(sine[:, 6], np.sin(np.radians(10.0)), atol=1e-9)
+    np.testing.assert_allclose(sine[:, 7], 1.0, atol=1e-9)
+    assert not sine[:, 8].any() and not sine[:, :5].any()
+    near = np.abs(np.arange(M) - 12) <= 5  # 11 samples: the window of 0.5 s at 20 fps, centred
+    np.testing.assert_allclose(sine[near, 9], np.sin(np.radians(100.0)), atol=1e-9)
+    assert not sine[~near, 9].any()
+    support = views.sum(1)
+    support[:, :5] = 2
+    valid = np.ones(M, bool)
+    trusted = joint_trusted(support, valid, fps, cfg, pair_sine=sine)
+    assert not trusted[:, [5, 6]].any() and trusted[:, 7].all() and trusted[:, :5].all()  # the face: no angle rule
+    np.testing.assert_array_equal(np.flatnonzero(trusted[:, 9]), [12])  # the count rule: two views in that frame only
+    wide = joint_trusted(support, valid, fps, TrustConfig(min_view_angle_deg=9.0), pair_sine=sine)
+    assert wide[:, [5, 6, 7]].all()  # 10 degrees is enough at 9
+    np.testing.assert_array_equal(joint_trusted(support, valid, fps, TrustConfig(min_view_angle_deg=0.0),
+                                                pair_sine=sine), joint_trusted(support, valid, fps, cfg))  # fmt: skip
 
 
 def test_trust_by_part_and_flag_shares_count_valid_frames_only():
