@@ -349,7 +349,8 @@ def stage_fit(ctx: StageContext) -> None:
     M = len(out.transl)
     valid = valid_frames(n_views, fps, trust, support.n_seeing, positions=out.joints[:, 0])
     cameras = _camera_arrays(out.camera_refinement, inp.T_cam_world)
-    shift, distance = _world_shift(r, out, cameras["T_cam_world"], valid, support.cameras, ctx.config)
+    centers = invert_transform(cameras["T_cam_world"])[:, :3, 3]  # (V, 3) the cameras the fit used
+    shift, distance = _world_shift(r, out, centers, valid, support.cameras, ctx.config)
     out = dataclasses.replace(out, transl=out.transl + shift, joints=out.joints + shift)
     cameras["T_cam_world"] = shifted_cameras(cameras["T_cam_world"], shift)
     # the Aria knows where the head is: a fitted head far from it is not the wearer's body there
@@ -377,8 +378,7 @@ def stage_fit(ctx: StageContext) -> None:
     r.arrays["time_s"] = r["grid/time_s"]
     r.arrays["valid"] = valid
     face_off = eyes_off_anchor(eye_anchor_m, trust.max_face_anchor_m)  # a head turned wrong
-    centres = invert_transform(cameras["T_cam_world"])[:, :3, 3]  # (V, 3) the refined cameras, shifted
-    pair_sine = view_pair_sine(support.views, out.joints[:, rows], centres, fps, trust)  # (M, 17)
+    pair_sine = view_pair_sine(support.views, out.joints[:, rows], centers + shift, fps, trust)  # (M, 17)
     trusted = joint_trusted(support.joint, valid, fps, trust, face_off, held, pair_sine)
     swapped = np.where(weighted_views(out.obs_weight), swapped_pair_count(r["association/swap"]), 0)  # (M, V)
     r.put("flags", quality_flags(out.joints, valid, n_views, fps, eye_anchor_m, out.reproj_px, trusted,
@@ -427,11 +427,11 @@ def stage_fit(ctx: StageContext) -> None:
     )
 
 
-def _world_shift(r: TakeResult, out: FitOutput, T_cam_world: np.ndarray, valid: np.ndarray, supporting: np.ndarray,
+def _world_shift(r: TakeResult, out: FitOutput, centers: np.ndarray, valid: np.ndarray, supporting: np.ndarray,
                  cfg: PipelineConfig) -> tuple[np.ndarray, float]:  # fmt: skip
     """The shift ``(3,)`` that moves the fitted world onto the Aria trajectory, and the median distance of
-    the cameras to the body where they support (``supporting (M, V)``) a valid frame (``body.world_anchor``)."""
-    centers = invert_transform(T_cam_world)[:, :3, 3]
+    the cameras (``centers (V, 3)``, world metres) to the body where they support (``supporting (M, V)``) a
+    valid frame (``body.world_anchor``)."""
     distance = camera_distance_m(centers, out.joints[:, 0], supporting & valid[:, None])
     head = r["aria/position_at_sample"]
     usable = valid & np.isfinite(head).all(-1)
