@@ -46,6 +46,9 @@ COCO17_OKS_SIGMAS = np.array([0.26, 0.25, 0.25, 0.35, 0.35, 0.79, 0.79, 0.72, 0.
                               0.87, 0.89, 0.89]) / 10.0  # fmt: skip
 COCO17_FACE = (0, 1, 2, 3, 4)
 COCO17_BODY = tuple(range(5, 17))  # shoulders .. ankles: the landmarks that are not on the face
+COCO17_EARS = (3, 4)
+COCO17_SHOULDERS = (5, 6)
+COCO17_HIPS = (11, 12)
 COCO17_ANKLES = (15, 16)  # the lowest landmarks: the fit keeps them above the floor (``objective.floor_penalty``)
 # the landmarks by part of the body, for summaries of what a fit trusts
 COCO17_PARTS: dict[str, tuple[int, ...]] = {"torso": (5, 6, 11, 12), "arms": (7, 8, 9, 10), "legs": (13, 14, 15, 16),

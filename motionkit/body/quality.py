@@ -10,7 +10,16 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.ndimage import convolve1d, maximum_filter1d, median_filter
 
-from motionkit.conventions import COCO17_BODY, COCO17_FACE, COCO17_LIMB_LANDMARKS, COCO17_PARTS, eye_midpoint
+from motionkit.conventions import (
+    COCO17_BODY,
+    COCO17_EARS,
+    COCO17_FACE,
+    COCO17_HIPS,
+    COCO17_LIMB_LANDMARKS,
+    COCO17_PARTS,
+    COCO17_SHOULDERS,
+    eye_midpoint,
+)
 from motionkit.geometry.interpolation import valid_runs
 
 SMOOTHING_TAPS = np.array([0.05, 0.25, 0.4, 0.25, 0.05])
@@ -64,7 +73,10 @@ class TrustConfig:
     (``head_held_by_aria``: ``max_face_anchor_m``, ``max_face_turn_m``) and the fitted pelvis stays within
     ``max_aria_gap_travel_m`` of where it was before the gap (``aria_held_gaps``: the Aria measures the head
     throughout, and a body that stays in place between two fitted stretches is what the fit interpolates); 0 s turns
-    it off."""
+    it off. ``max_neck_twist_deg``: a frame whose fitted head is turned farther than this from its shoulders about
+    the spine (``neck_twist_deg``) is not valid, and an Aria-held gap that holds one is not bridged: no neck turns
+    the head that far (about 80 degrees either way), so the fit has held the head where the Aria turns it and
+    left the body facing elsewhere (0 turns it off)."""
 
     support_weight: float = 0.02
     support_confidence: float = 0.4
@@ -85,6 +97,7 @@ class TrustConfig:
     max_face_turn_m: float = 0.05
     max_aria_gap_s: float = 1.5
     max_aria_gap_travel_m: float = 0.3
+    max_neck_twist_deg: float = 90.0
 
 
 @dataclass(frozen=True)
@@ -180,8 +193,8 @@ def view_pair_sine(views: np.ndarray, landmarks: np.ndarray, centres: np.ndarray
     if M == 0 or V < 2:
         return np.zeros((M, views.shape[2]))
     near = maximum_filter1d(views, _window_samples(cfg.support_window_s, fps), axis=0, mode="nearest")
-    rays = np.asarray(landmarks, dtype=np.float64)[:, None] - np.asarray(centres, dtype=np.float64)[None, :, None]
-    rays /= np.linalg.norm(rays, axis=-1, keepdims=True)  # (M, V, 17, 3)
+    landmarks, centres = np.asarray(landmarks, dtype=np.float64), np.asarray(centres, dtype=np.float64)
+    rays = _unit(landmarks[:, None] - centres[None, :, None])  # (M, V, 17, 3)
     best = np.zeros((M, views.shape[2]))
     for a, b in itertools.combinations(range(V), 2):  # one pass over the frames per pair of views
         cos = np.einsum("mjc,mjc->mj", rays[:, a], rays[:, b])
@@ -220,6 +233,38 @@ def head_held_by_aria(eye_anchor_m: np.ndarray, head_turn_m: np.ndarray, cfg: Tr
     ``cfg.max_face_turn_m`` of where the Aria's orientation turns them (``head_turn_m (M,)``,
     ``objective.head_turn_residual``); False where either is unknown (NaN)."""
     return _at_most(eye_anchor_m, cfg.max_face_anchor_m) & _at_most(head_turn_m, cfg.max_face_turn_m)
+
+
+def neck_twist_deg(landmarks: np.ndarray) -> np.ndarray:
+    """``(M,)`` degrees the head is turned from the shoulders about the spine, from COCO-17 ``landmarks
+    (M, 17, 3)`` (metres, any frame): the angle between the ear line and the shoulder line (left to right),
+    each projected onto the plane across the spine (the hips' midpoint to the shoulders'); 0 with the face
+    to the front of the chest, 180 facing backwards. NaN where a landmark is unknown or a line degenerate."""
+    X = np.asarray(landmarks, dtype=np.float64)
+    spine = _unit(X[:, list(COCO17_SHOULDERS)].mean(1) - X[:, list(COCO17_HIPS)].mean(1))  # (M, 3)
+    ears, shoulders = (_unit(_across(X[:, b] - X[:, a], spine)) for a, b in (COCO17_EARS, COCO17_SHOULDERS))
+    sine = np.linalg.norm(np.cross(ears, shoulders), axis=-1)
+    return np.degrees(np.arctan2(sine, (ears * shoulders).sum(-1)))
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    """``v (..., 3)`` scaled to unit length; NaN where it has none."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+
+def _across(v: np.ndarray, axis: np.ndarray) -> np.ndarray:
+    """``v (..., 3)`` less its component along the unit ``axis (..., 3)``."""
+    return v - (v * axis).sum(-1, keepdims=True) * axis
+
+
+def neck_twisted(landmarks: np.ndarray, max_deg: float) -> np.ndarray:
+    """``(M,)`` bool: frames whose ``neck_twist_deg`` of ``landmarks (M, 17, 3)`` exceeds ``max_deg`` (0: none);
+    False where it is unknown."""
+    twist = neck_twist_deg(landmarks)
+    if max_deg <= 0:
+        return np.zeros(twist.shape, bool)
+    return np.isfinite(twist) & ~_at_most(twist, max_deg)
 
 
 def _at_most(x: np.ndarray, limit: float) -> np.ndarray:
@@ -336,7 +381,7 @@ def eyes_off_anchor(distance: np.ndarray, max_m: float) -> np.ndarray:
 
 def quality_flags(joints, valid, n_views, fps, eye_anchor_m, reproj_px=None, trusted=None,
                   max_eye_anchor_m: float = TrustConfig.max_eye_anchor_m,
-                  swapped_pairs=None) -> dict[str, np.ndarray]:  # fmt: skip
+                  swapped_pairs=None, twisted=None) -> dict[str, np.ndarray]:  # fmt: skip
     """Per-frame flags ``(M,)`` bool (stored, never used to delete frames), computed on the 22 body
     joints after 5-tap smoothing; speeds in physical units, so the rules do not depend on the rate.
 
@@ -352,7 +397,9 @@ def quality_flags(joints, valid, n_views, fps, eye_anchor_m, reproj_px=None, tru
     fewer than 10 of its 12 body landmarks, shoulders to ankles, trusted: parts of the body are guessed),
     ``LR_SWAPS`` (a valid frame in which the association swapped back two or more left/right pairs in
     each of two or more of the views the fit used, ``swapped_pairs (M, V)`` int, 0 for unused views:
-    several views' sides needed correcting, and the fit's sides are uncertain there).
+    several views' sides needed correcting, and the fit's sides are uncertain there), ``NECK_TWIST`` (the fitted
+    head turned farther from the shoulders than a neck turns it, ``twisted (M,)`` from ``neck_twisted``, valid or
+    not: such frames are not valid).
     """
     body = convolve1d(np.nan_to_num(joints[:, :22]), SMOOTHING_TAPS, axis=0, mode="nearest")
     vel = np.zeros(len(body))
@@ -385,6 +432,7 @@ def quality_flags(joints, valid, n_views, fps, eye_anchor_m, reproj_px=None, tru
         "LR_SWAPS": valid & ((np.asarray(swapped_pairs) >= LR_SWAPS_MIN_PAIRS).sum(-1) >= LR_SWAPS_MIN_VIEWS)
         if swapped_pairs is not None
         else np.zeros(len(body), bool),
+        "NECK_TWIST": np.asarray(twisted, dtype=bool) if twisted is not None else np.zeros(len(body), bool),
     }
 
 

@@ -16,7 +16,14 @@ import numpy as np
 
 from motionkit.body.quality import judged_flags
 from motionkit.common.errors import DataError
-from motionkit.conventions import COCO17_BODY, COCO17_LR_PAIRS, COCO17_PARTS, SMPLX_TO_COCO17
+from motionkit.conventions import (
+    COCO17_BODY,
+    COCO17_HIPS,
+    COCO17_LR_PAIRS,
+    COCO17_PARTS,
+    COCO17_SHOULDERS,
+    SMPLX_TO_COCO17,
+)
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.observations import read_observations
 from motionkit.data.store import read_result, result_path
@@ -26,8 +33,6 @@ from motionkit.geometry.camera import Camera, CameraRig
 from motionkit.geometry.interpolation import bracket, lerp
 from motionkit.synthetic.scene import OBS_CLEAN, OBS_MISSED, OBS_OUTLIER, OBS_SWAPPED
 
-HIP_COCO = (11, 12)
-SHOULDER_COCO = (5, 6)
 FAR_PX = 50.0
 NEAR_PX = 15.0
 
@@ -133,8 +138,8 @@ def take_difficulty(root: str | Path, take_uid: str, fits: str | Path | None = N
         idx = list(coco)
         return float(np.median(np.linalg.norm(lm[:, idx] - gt["joints"][:, SMPLX_TO_COCO17[idx]], axis=-1)))
 
-    out["landmark_offset_hips_m"] = landmark_offset(HIP_COCO)
-    out["landmark_offset_shoulders_m"] = landmark_offset(SHOULDER_COCO)
+    out["landmark_offset_hips_m"] = landmark_offset(COCO17_HIPS)
+    out["landmark_offset_shoulders_m"] = landmark_offset(COCO17_SHOULDERS)
     true = true_rig(gt, rig)
     if true is not None:
         out["calibration_reprojection_px"] = float(np.nanmedian(np.linalg.norm(true.project(lm) - calib_proj, axis=-1)))

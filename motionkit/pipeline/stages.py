@@ -36,6 +36,7 @@ from motionkit.body.quality import (
     eyes_off_anchor,
     head_held_by_aria,
     joint_trusted,
+    neck_twisted,
     observation_support,
     quality_flags,
     valid_frames,
@@ -356,10 +357,11 @@ def stage_fit(ctx: StageContext) -> None:
     # the Aria knows where the head is: a fitted head far from it is not the wearer's body there
     head = r["aria/position_at_sample"]  # (M, 3) at the samples' own times, as the fit models them
     eye_anchor_m = eye_anchor_distance(out.joints, head, FACE_KEYPOINTS)  # (M,), NaN where unknown
-    valid = valid & ~eyes_off_anchor(eye_anchor_m, trust.max_eye_anchor_m)
     rows = coco_rows(body)
+    twisted = neck_twisted(out.joints[:, rows], trust.max_neck_twist_deg)  # (M,) a head turned as no neck turns it
+    valid = valid & ~eyes_off_anchor(eye_anchor_m, trust.max_eye_anchor_m) & ~twisted
     head_turn_m = head_turn_residual(out.joints, rows, r["aria/rotation_at_sample"])  # (M,) the face vs the Aria's turn
-    held = head_held_by_aria(eye_anchor_m, head_turn_m, trust)  # (M,) the head where the Aria puts and turns it
+    held = head_held_by_aria(eye_anchor_m, head_turn_m, trust) & ~twisted  # (M,) head where the Aria has it
     valid = aria_held_gaps(valid, held, out.joints[:, 0], fps, trust)
     J = out.joints.copy()
     J[~valid] = np.nan
@@ -382,7 +384,7 @@ def stage_fit(ctx: StageContext) -> None:
     trusted = joint_trusted(support.joint, valid, fps, trust, face_off, held, pair_sine)
     swapped = np.where(weighted_views(out.obs_weight), swapped_pair_count(r["association/swap"]), 0)  # (M, V)
     r.put("flags", quality_flags(out.joints, valid, n_views, fps, eye_anchor_m, out.reproj_px, trusted,
-                                 trust.max_eye_anchor_m, swapped))  # fmt: skip
+                                 trust.max_eye_anchor_m, swapped, twisted))  # fmt: skip
     views_dropped = int(dropped_views(inp.weights, out.obs_weight).sum())
     views_weighted = int(weighted_views(inp.weights).sum())
     seen = np.where(valid[:, None], out.reproj_px, np.nan)

@@ -12,6 +12,8 @@ from motionkit.body.quality import (
     flag_shares,
     head_held_by_aria,
     joint_trusted,
+    neck_twist_deg,
+    neck_twisted,
     observation_support,
     quality_flags,
     stricter_trust,
@@ -350,6 +352,37 @@ def test_view_pair_sine_is_the_widest_angle_between_two_supporting_views():
     assert wide[:, [5, 6, 7]].all()  # 10 degrees is enough at 9
     np.testing.assert_array_equal(joint_trusted(support, valid, fps, TrustConfig(min_view_angle_deg=0.0),
                                                 pair_sine=sine), joint_trusted(support, valid, fps, cfg))  # fmt: skip
+
+
+def _turned_head(twist_deg: np.ndarray) -> np.ndarray:
+    """``(M, 17, 3)`` an upright body (spine along +z, shoulders and hips along x) whose ears are turned by
+    ``twist_deg (M,)`` about the spine from the shoulders' line, and whose head leans forward 0.1 m."""
+    M = len(twist_deg)
+    X = np.zeros((M, 17, 3))
+    X[:, [5, 6]] = [[-0.2, 0.0, 1.45], [0.2, 0.0, 1.45]]  # shoulders (left at -x, as the ears below)
+    X[:, [11, 12]] = [[-0.1, 0.0, 0.95], [0.1, 0.0, 0.95]]  # hips
+    a = np.radians(twist_deg)
+    ear = 0.08 * np.stack([np.cos(a), np.sin(a), np.full(M, 0.3)], -1)  # tilted out of the plane: projected away
+    X[:, 3] = [0.0, 0.1, 1.6] - ear
+    X[:, 4] = [0.0, 0.1, 1.6] + ear
+    return X
+
+
+def test_neck_twist_is_the_ears_turn_from_the_shoulders_about_the_spine_in_any_pose():
+    """Ears turned by known angles about an upright spine, then the whole body rotated and moved at random
+    (lying, bent, anywhere): the twist is the angle about the spine, whatever the pose in the world."""
+    twist = np.array([0.0, 10.0, 45.0, 89.0, 91.0, 135.0, 180.0, -60.0])
+    X = _turned_head(twist)
+    np.testing.assert_allclose(neck_twist_deg(X), np.abs(twist), atol=1e-9)
+    rng = np.random.default_rng(3)
+    q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    moved = X @ (q * np.sign(np.linalg.det(q))).T + rng.normal(size=3)  # a proper rotation and a shift
+    np.testing.assert_allclose(neck_twist_deg(moved), np.abs(twist), atol=1e-9)
+    np.testing.assert_array_equal(neck_twisted(moved, 90.0), [0, 0, 0, 0, 1, 1, 1, 0])
+    np.testing.assert_array_equal(neck_twisted(moved, 30.0), [0, 0, 1, 1, 1, 1, 1, 1])
+    assert not neck_twisted(moved, 0.0).any()  # 0: the rule is off
+    moved[2, 3] = np.nan  # an ear unknown: no twist, not twisted
+    assert np.isnan(neck_twist_deg(moved)[2]) and not neck_twisted(moved, 30.0)[2]
 
 
 def test_trust_by_part_and_flag_shares_count_valid_frames_only():

@@ -94,7 +94,7 @@ def test_fit_accuracy_coverage_and_smoothness(default_root, fitted):
         assert np.median(foot_err) <= 0.06 and np.percentile(foot_err, 95) <= 0.16
         flags = r.group("flags")
         assert set(flags) == {"FEW_CAMS", "FAST_JOINT", "HIGH_ACCEL", "EYE_ARIA_FAR", "STATIC", "HIGH_REPROJ",
-                              "SHORT_SEGMENT", "OCCLUDED", "LR_SWAPS"}  # fmt: skip
+                              "SHORT_SEGMENT", "OCCLUDED", "LR_SWAPS", "NECK_TWIST"}  # fmt: skip
         assert all(f.shape == (M,) and f.dtype == bool for f in flags.values())
         selected = (
             (r["association/det_index"] >= 0)

@@ -6,6 +6,7 @@ import h5py
 import numpy as np
 
 from motionkit.body.objective import head_turn_residual
+from motionkit.body.quality import neck_twist_deg, neck_twisted
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.eval.metrics import pa_mpjpe
 from motionkit.eval.synthetic_report import read_gt, truth_at_samples
@@ -60,7 +61,8 @@ def test_gaps_the_aria_holds_are_valid_where_the_body_stays_in_place(tmp_path):
     (the fit itself is the same): the frames the rule adds lie in gaps of at most 1.5 s between the other
     rules' valid frames, where the fitted head sits and turns as the Aria does in every frame, they
     carry ``FEW_CAMS``, and against the truth they are right although most have fewer than two
-    fittable views. Measured: 19 frames added, all with fewer than two fittable views, at most 25 mm off
+    fittable views; a third fit, with the neck's limit under the largest twist in those gaps, drops the
+    gap that holds it. Measured: 19 frames added, all with fewer than two fittable views, at most 25 mm off
     (PA-MPJPE against the true landmarks)."""
     root = tmp_path / "ds"
     write_synthetic_dataset(root, SynthConfig(takes=1, seed=8, duration=10.0, scenario="bike_repair"))
@@ -85,6 +87,18 @@ def test_gaps_the_aria_holds_are_valid_where_the_body_stays_in_place(tmp_path):
     err = pa_mpjpe(fit, truth_at_samples(gt["landmarks"], on["grid/frame_pos"]))
     assert np.nanmax(err[added]) < 40.0
     assert (gt["fittable_views"][on["grid/frame_index"]][added] < 2).mean() >= 0.9
+    # a gap that holds a head turned past the neck limit is not bridged (``trust.max_neck_twist_deg``, here set
+    # just under the largest twist in the added frames): the whole gap goes, and only that gap
+    twist = neck_twist_deg(fit)
+    limit = float(np.nanmax(twist[added])) - 1e-6
+    turned = neck_twisted(fit, limit)
+    twist_cfg = with_leaf(PipelineConfig(), "trust.max_neck_twist_deg", limit)
+    strict = run_fit(root, uid, tmp_path / "twist", twist_cfg, progress=False, plot=False).result
+    held_turned = np.zeros_like(added)
+    for start, stop in valid_runs(~v_off):
+        held_turned[start:stop] = added[start:stop].any() and turned[start:stop].any()
+    assert held_turned.sum() > turned[added].sum()  # the gap holds frames that are not turned themselves
+    np.testing.assert_array_equal(strict["valid"].astype(bool), v_on & ~turned & ~held_turned)
 
 
 def test_the_floor_keeps_a_hidden_leg_from_sinking_down_a_camera_ray(tmp_path):
@@ -115,3 +129,27 @@ def test_the_floor_keeps_a_hidden_leg_from_sinking_down_a_camera_ray(tmp_path):
     assert lowest["off"] < 0.03 and lowest["off"] < true_lowest - 0.1  # the sinking is there without the floor
     assert true_lowest - 0.06 < lowest["on"] < true_lowest + 0.01
     assert worst["on"] < 45.0
+
+
+def test_frames_whose_fitted_head_is_turned_past_the_neck_limit_are_not_valid(synth_root, tmp_path):
+    """The same take fitted with ``trust.max_neck_twist_deg`` at the default and at the median of the fit's own
+    neck twists (the fit itself is the same: validity does not feed back into it; no Aria-held gaps, which
+    ``test_gaps_the_aria_holds_are_valid_where_the_body_stays_in_place`` covers): the frames turned past the
+    limit lose their validity, their joints and their trust, the others keep theirs, and ``NECK_TWIST`` marks
+    the turned frames, valid or not."""
+    uid = EgoExoDataset(synth_root).takes()[0].take_uid
+    fast = with_leaf(FAST, "trust.max_aria_gap_s", 0.0)
+    base = run_fit(synth_root, uid, tmp_path / "a", fast, progress=False, plot=False).result
+    twist = neck_twist_deg(base["fit/coco17_all"])
+    assert not base["flags/NECK_TWIST"].any() and np.nanmax(twist) < 90.0  # the default: none here
+    limit = float(np.nanmedian(twist))
+    turned = neck_twisted(base["fit/coco17_all"], limit)
+    cfg = with_leaf(fast, "trust.max_neck_twist_deg", limit)
+    strict = run_fit(synth_root, uid, tmp_path / "b", cfg, progress=False, plot=False).result
+    np.testing.assert_array_equal(strict["fit/coco17_all"], base["fit/coco17_all"])
+    np.testing.assert_array_equal(strict["flags/NECK_TWIST"].astype(bool), turned)
+    valid = base["valid"].astype(bool)
+    assert (valid & turned).sum() > 10 and (valid & ~turned).sum() > 10  # both sides of the limit exercised
+    np.testing.assert_array_equal(strict["valid"].astype(bool), valid & ~turned)
+    assert np.isnan(strict["joints/coco17"][turned]).all() and not strict["fit/joint_trusted"][turned].any()
+    np.testing.assert_array_equal(strict["fit/joint_trusted"][~turned], base["fit/joint_trusted"][~turned])
