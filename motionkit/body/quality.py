@@ -247,6 +247,15 @@ def neck_twist_deg(landmarks: np.ndarray) -> np.ndarray:
     return np.degrees(np.arctan2(sine, (ears * shoulders).sum(-1)))
 
 
+def neck_twisted(landmarks: np.ndarray, max_deg: float) -> np.ndarray:
+    """``(M,)`` bool: frames whose ``neck_twist_deg`` of ``landmarks (M, 17, 3)`` exceeds ``max_deg`` (0: none);
+    False where it is unknown."""
+    if max_deg <= 0:
+        return np.zeros(len(landmarks), bool)
+    twist = neck_twist_deg(landmarks)
+    return np.isfinite(twist) & ~_at_most(twist, max_deg)
+
+
 def _unit(v: np.ndarray) -> np.ndarray:
     """``v (..., 3)`` scaled to unit length; NaN where it has none."""
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -256,15 +265,6 @@ def _unit(v: np.ndarray) -> np.ndarray:
 def _across(v: np.ndarray, axis: np.ndarray) -> np.ndarray:
     """``v (..., 3)`` less its component along the unit ``axis (..., 3)``."""
     return v - (v * axis).sum(-1, keepdims=True) * axis
-
-
-def neck_twisted(landmarks: np.ndarray, max_deg: float) -> np.ndarray:
-    """``(M,)`` bool: frames whose ``neck_twist_deg`` of ``landmarks (M, 17, 3)`` exceeds ``max_deg`` (0: none);
-    False where it is unknown."""
-    twist = neck_twist_deg(landmarks)
-    if max_deg <= 0:
-        return np.zeros(twist.shape, bool)
-    return np.isfinite(twist) & ~_at_most(twist, max_deg)
 
 
 def _at_most(x: np.ndarray, limit: float) -> np.ndarray:
