@@ -358,7 +358,8 @@ def stage_fit(ctx: StageContext) -> None:
     head = r["aria/position_at_sample"]  # (M, 3) at the samples' own times, as the fit models them
     eye_anchor_m = eye_anchor_distance(out.joints, head, FACE_KEYPOINTS)  # (M,), NaN where unknown
     rows = coco_rows(body)
-    twisted = neck_twisted(out.joints[:, rows], trust.max_neck_twist_deg)  # (M,) a head turned as no neck turns it
+    landmarks = out.joints[:, rows]  # (M, 17, 3) the fitted COCO-17 landmarks, world metres
+    twisted = neck_twisted(landmarks, trust.max_neck_twist_deg)  # (M,) a head turned as no neck turns it
     valid = valid & ~eyes_off_anchor(eye_anchor_m, trust.max_eye_anchor_m) & ~twisted
     head_turn_m = head_turn_residual(out.joints, rows, r["aria/rotation_at_sample"])  # (M,) the face vs the Aria's turn
     held = head_held_by_aria(eye_anchor_m, head_turn_m, trust) & ~twisted  # (M,) head where the Aria has it
@@ -380,7 +381,7 @@ def stage_fit(ctx: StageContext) -> None:
     r.arrays["time_s"] = r["grid/time_s"]
     r.arrays["valid"] = valid
     face_off = eyes_off_anchor(eye_anchor_m, trust.max_face_anchor_m)  # a head turned wrong
-    pair_sine = view_pair_sine(support.views, out.joints[:, rows], centers + shift, fps, trust)  # (M, 17)
+    pair_sine = view_pair_sine(support.views, landmarks, centers + shift, fps, trust)  # (M, 17)
     trusted = joint_trusted(support.joint, valid, fps, trust, face_off, held, pair_sine)
     swapped = np.where(weighted_views(out.obs_weight), swapped_pair_count(r["association/swap"]), 0)  # (M, V)
     r.put("flags", quality_flags(out.joints, valid, n_views, fps, eye_anchor_m, out.reproj_px, trusted,
@@ -398,7 +399,7 @@ def stage_fit(ctx: StageContext) -> None:
             "joint_support": support.joint,
             "joint_trusted": trusted,
             "supporting_views": n_views.astype(np.int16),
-            "coco17_all": out.joints[:, rows].astype(np.float32),
+            "coco17_all": landmarks.astype(np.float32),
             "landmark_offset_m": coco_landmark_offsets(body, out.kp_delta),
             "world_shift_m": shift,
             **cameras,

@@ -18,6 +18,14 @@ from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 FAST = PipelineConfig(fit_iters=(5, 10, 5))
 
 
+def _limit_between(values: np.ndarray) -> float:
+    """A limit halfway across the widest gap among the middle half of the finite ``values``: half of them
+    or so on each side, and none near it (the pipeline judges them in float64, the result stores float32)."""
+    known = np.sort(values[np.isfinite(values)])
+    k = np.argmax(np.diff(known[len(known) // 4 : 3 * len(known) // 4])) + len(known) // 4
+    return float(0.5 * (known[k] + known[k + 1]))
+
+
 def test_frames_whose_fitted_eyes_are_far_from_the_aria_anchor_are_not_valid(synth_root, tmp_path):
     """The same take fitted twice, the second time with ``trust.max_eye_anchor_m`` between the fitted
     eyes' distances from the anchor (the fit itself is the same: validity does not feed back into it):
@@ -31,10 +39,7 @@ def test_frames_whose_fitted_eyes_are_far_from_the_aria_anchor_are_not_valid(syn
     eyes = base["fit/coco17_all"][:, [1, 2]].mean(1)  # the fitted eye midpoint, every frame (world metres)
     dist = np.linalg.norm(eyes - base["aria/position_at_sample"], axis=-1)  # NaN where the anchor is unknown
     assert not base["flags/EYE_ARIA_FAR"].any() and (np.nan_to_num(dist) < 0.30).all()  # the default: none here
-    known = np.sort(dist[np.isfinite(dist)])
-    middle = slice(len(known) // 4, 3 * len(known) // 4)
-    k = np.argmax(np.diff(known[middle])) + len(known) // 4  # the widest gap among the middle half
-    limit = float(0.5 * (known[k] + known[k + 1]))
+    limit = _limit_between(dist)
     far = np.nan_to_num(dist) > limit  # unknown anchor: not far
     cfg = with_leaf(with_leaf(fast, "trust.max_eye_anchor_m", limit), "trust.max_face_anchor_m", limit / 2)
     strict = run_fit(synth_root, uid, tmp_path / "b", cfg, progress=False, plot=False).result
@@ -88,9 +93,11 @@ def test_gaps_the_aria_holds_are_valid_where_the_body_stays_in_place(tmp_path):
     assert np.nanmax(err[added]) < 40.0
     assert (gt["fittable_views"][on["grid/frame_index"]][added] < 2).mean() >= 0.9
     # a gap that holds a head turned past the neck limit is not bridged (``trust.max_neck_twist_deg``, here set
-    # just under the largest twist in the added frames): the whole gap goes, and only that gap
+    # between the largest twist in the added frames and the next smaller one of the take): the whole gap goes,
+    # and only that gap
     twist = neck_twist_deg(fit)
-    limit = float(np.nanmax(twist[added])) - 1e-6
+    top = np.nanmax(twist[added])
+    limit = float(0.5 * (top + np.nanmax(np.where(twist < top, twist, np.nan))))
     turned = neck_twisted(fit, limit)
     twist_cfg = with_leaf(PipelineConfig(), "trust.max_neck_twist_deg", limit)
     strict = run_fit(root, uid, tmp_path / "twist", twist_cfg, progress=False, plot=False).result
@@ -132,7 +139,7 @@ def test_the_floor_keeps_a_hidden_leg_from_sinking_down_a_camera_ray(tmp_path):
 
 
 def test_frames_whose_fitted_head_is_turned_past_the_neck_limit_are_not_valid(synth_root, tmp_path):
-    """The same take fitted with ``trust.max_neck_twist_deg`` at the default and at the median of the fit's own
+    """The same take fitted with ``trust.max_neck_twist_deg`` at the default and amid the fit's own
     neck twists (the fit itself is the same: validity does not feed back into it; no Aria-held gaps, which
     ``test_gaps_the_aria_holds_are_valid_where_the_body_stays_in_place`` covers): the frames turned past the
     limit lose their validity, their joints and their trust, the others keep theirs, and ``NECK_TWIST`` marks
@@ -142,7 +149,7 @@ def test_frames_whose_fitted_head_is_turned_past_the_neck_limit_are_not_valid(sy
     base = run_fit(synth_root, uid, tmp_path / "a", fast, progress=False, plot=False).result
     twist = neck_twist_deg(base["fit/coco17_all"])
     assert not base["flags/NECK_TWIST"].any() and np.nanmax(twist) < 90.0  # the default: none here
-    limit = float(np.nanmedian(twist))
+    limit = _limit_between(twist)
     turned = neck_twisted(base["fit/coco17_all"], limit)
     cfg = with_leaf(fast, "trust.max_neck_twist_deg", limit)
     strict = run_fit(synth_root, uid, tmp_path / "b", cfg, progress=False, plot=False).result
