@@ -87,6 +87,11 @@ FIT_OPTIONS = [
     _fit_option("cross_view", "--cross-view/--no-cross-view",
                 help="Check each view's wearer against the wearer the other views triangulate: select it "
                      "where the SOMA rule found nobody, replace a selection that disagrees (CROSS_VIEW)."),
+    _fit_option("selection.other_tracklet_ratio", "--other-tracklet-ratio", type=click.FloatRange(min=0.0),
+                help="A camera's tracklet (its detections linked frame to frame by their keypoints) whose head lies "
+                     "farther than this x the camera's threshold tau from the Aria anchor in most of its frames is "
+                     "someone else, also where it passes in front of the wearer (0: off; docs/pipeline.md, "
+                     "'Other people's tracklets')."),
     _fit_option("trust.limb_trust_views", "--limb-trust-views", type=click.IntRange(2, 6),
                 help="Supporting views an elbow, wrist, knee or ankle needs to be trusted (fit/joint_trusted). 3, a "
                      "precision mode, trusts 5-76 % fewer limb landmarks and 45-100 % fewer of those more than "

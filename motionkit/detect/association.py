@@ -16,6 +16,11 @@ A detection is not the wearer when ``delta / tau_c + ground_offset / foot_scale_
 synthetic takes the wearer stays below 1.3 and people in front of the wearer above 1.45. A wearer who
 bends or crouches has the head ahead of the feet: the ground offset is reduced by how far the head's
 drop below its standing height lets it lead them (``lean_reach``).
+
+And one more that needs the whole take: a person is one tracklet (``detect.tracklets``: detections
+linked frame to frame by their keypoints), and a tracklet whose head is farther than ``tau`` from the
+anchor in most of its frames is someone else, also in the frames where it passes in front of the
+wearer and puts its head on the anchor (flag ``OTHER_TRACKLET``; ``other_tracklet_ratio``).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import numpy as np
 
 from motionkit.conventions import COCO17_FACE
 from motionkit.data.observations import Observations
+from motionkit.detect.tracklets import link_tracklets, tracklet_medians
 from motionkit.geometry.boxes import box_iou
 from motionkit.geometry.camera import CameraRig
 
@@ -35,7 +41,7 @@ from motionkit.geometry.camera import CameraRig
 FACE_IN_CPF = np.array([[0.0, -0.025, 0.04], [0.033, 0.0, 0.01], [-0.033, 0.0, 0.01],
                         [0.085, -0.025, -0.085], [-0.085, -0.025, -0.085]])  # fmt: skip
 SELECTED = ("TRACKED", "REDETECT", "DRIFT_REDETECT", "GROUND_MATCH", "TRACKED_BLIND")
-FLAG_AMBIGUOUS, FLAG_LOW_CALIBRATION, FLAG_GROUND_REJECTED = 1, 2, 4
+FLAG_AMBIGUOUS, FLAG_LOW_CALIBRATION, FLAG_GROUND_REJECTED, FLAG_OTHER_TRACKLET = 1, 2, 4, 8
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,9 @@ class AssociationConfig:
     lean_reach_m: float = 0.5  # hips-to-head radius of a bend: the head's drop lets it lead the feet (0: off)
     lean_dead_zone_m: float = 0.08  # head drop that gait and posture explain (no allowance)
     standing_eye_height_m: float = 1.45  # the anchor's height over the floor of a standing adult, at the least
+    tracklet_max_step: float = 0.1  # keypoints of one person move at most this many box heights per frame
+    other_tracklet_ratio: float = 1.0  # a tracklet whose median head distance is over this x tau: someone else (0: off)
+    other_tracklet_min_frames: int = 10  # ... measured over at least this many frames with the anchor in view
 
 
 @dataclass
@@ -78,7 +87,8 @@ class Association:
     anchor_px: np.ndarray  # (F, V, 2)
     anchor_valid: np.ndarray  # (F, V)
     tau_px: np.ndarray  # (V,)
-    flags: np.ndarray  # (F, V) bit set: 1 AMBIGUOUS, 2 LOW_CALIBRATION, 4 GROUND_REJECTED (someone in front)
+    flags: np.ndarray  # (F, V) bit set: 1 AMBIGUOUS, 2 LOW_CALIBRATION, 4 GROUND_REJECTED (someone in front),
+    # 8 OTHER_TRACKLET (a candidate's tracklet is someone else's)
     floor_z: float = float("nan")  # estimated floor height (world z)
 
     @property
@@ -284,7 +294,22 @@ def _select(out: dict, f: int, v: int, row: int, obs: Observations) -> None:
     out["det_index"][f, v] = row
 
 
-def _track_camera(v: int, c: _Candidates, in_front: np.ndarray, obs: Observations, a_valid: np.ndarray,
+def _other_tracklets(c: _Candidates, sel_v: np.ndarray, tau: float, obs: Observations,
+                     cfg: AssociationConfig) -> np.ndarray:  # fmt: skip
+    """``(n,)`` for the candidates ``sel_v`` of one camera: their tracklet's head is farther than
+    ``other_tracklet_ratio x tau`` from the anchor in most of the (at least ``other_tracklet_min_frames``)
+    frames where the anchor is in view."""
+    if cfg.other_tracklet_ratio <= 0:
+        return np.zeros(int(sel_v.sum()), dtype=bool)
+    rows = c.rows[sel_v]
+    box = obs.box[rows]
+    ids = link_tracklets(c.fi[sel_v], obs.keypoints[rows], obs.keypoint_conf[rows], box[:, 3] - box[:, 1],
+                         cfg.tracklet_max_step, cfg.face_conf_min)  # fmt: skip
+    median, count = tracklet_medians(ids, c.delta[sel_v] / tau)
+    return (count >= cfg.other_tracklet_min_frames) & (median > cfg.other_tracklet_ratio)
+
+
+def _track_camera(v: int, c: _Candidates, rejected: np.ndarray, obs: Observations, a_valid: np.ndarray,
                   anchor_ok: np.ndarray, anchor_reason: np.ndarray, cfg: AssociationConfig,
                   out: dict) -> None:  # fmt: skip
     """Pass 2 of view ``v``, in time order: track the selected box by IoU, re-detect the nearest head
@@ -304,7 +329,7 @@ def _track_camera(v: int, c: _Candidates, in_front: np.ndarray, obs: Observation
             if state is not None and blind < cfg.max_blind_frames and len(cand):
                 ious = box_iou(state, obs.box[c.rows[cand]])
                 k = int(np.argmax(ious))
-                if ious[k] >= cfg.iou_track and not in_front[cand[k]]:
+                if ious[k] >= cfg.iou_track and not rejected[cand[k]]:
                     chosen = cand[k]
             if chosen is None:
                 state = None
@@ -322,9 +347,8 @@ def _track_camera(v: int, c: _Candidates, in_front: np.ndarray, obs: Observation
             state = None
             continue
         dc = c.delta[cand]
-        okc = ~in_front[cand]
-        if in_front[cand].any():
-            flags[f, v] |= FLAG_GROUND_REJECTED
+        okc = rejected[cand] == 0
+        flags[f, v] |= np.bitwise_or.reduce(rejected[cand])
         chosen = None
         why = "REDETECT"
         if state is not None:
@@ -378,7 +402,8 @@ def select_wearer(
 ) -> Association:
     """The SOMA rule with tracking, per camera, over processed frames: pass 1 sets each camera's
     threshold ``tau`` from its nearest heads (``_camera_threshold``) and marks the people standing in
-    front of the wearer (head and ground mismatch); pass 2 tracks in time order (``_track_camera``).
+    front of the wearer (head and ground mismatch) and the tracklets that are someone else
+    (``_other_tracklets``); pass 2 tracks in time order (``_track_camera``).
 
     Args:
         obs: detections and keypoints of the take (observation cache).
@@ -399,7 +424,7 @@ def select_wearer(
     anchor_reason = np.where(
         np.asarray(anchor_reason if anchor_reason is not None else [""] * F) == "", "NO_ARIA_POSE", anchor_reason
     )
-    in_front = np.zeros(len(c.rows), dtype=bool)  # set per camera once its threshold is known
+    rejected = np.zeros(len(c.rows), dtype=np.int32)  # why a candidate is not the wearer (flag bits), per camera
     for v in range(V):
         sel_v = c.vi == v
         boxes = obs.box[c.rows[sel_v]]
@@ -413,8 +438,9 @@ def select_wearer(
             mismatch = c.delta[sel_v] / out["tau_px"][v] + (
                 np.nan_to_num(c.foot_off[sel_v], nan=0.0, posinf=1e9) / cfg.foot_scale_m
             )
-        in_front[sel_v] = mismatch > cfg.max_mismatch
-        _track_camera(v, c, in_front, obs, a_valid, anchor_ok, anchor_reason, cfg, out)
+        rejected[sel_v] = np.where(mismatch > cfg.max_mismatch, FLAG_GROUND_REJECTED, 0)
+        rejected[sel_v] |= np.where(_other_tracklets(c, sel_v, out["tau_px"][v], obs, cfg), FLAG_OTHER_TRACKLET, 0)
+        _track_camera(v, c, rejected, obs, a_valid, anchor_ok, anchor_reason, cfg, out)
     out["reason"] = out["reason"].astype(str)
     return Association(np.asarray(frames), rig.names, anchor_px=a_uv, anchor_valid=a_valid, floor_z=c.floor_z, **out)
 

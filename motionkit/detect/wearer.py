@@ -2,8 +2,9 @@
 ``associate_wearer``, that the pipeline's associate stage only records.
 
 1. the SOMA rule (``association.select_wearer``: nearest head to the projected Aria anchor, tracking,
-   re-detection, the ground check); with ``mode`` ``cylinder`` or ``soma+cylinder`` the official
-   cylinder rule everywhere or where the SOMA rule found nobody (``cylinder.apply_cylinder_rule``);
+   re-detection, the ground check, other people's tracklets); with ``mode`` ``cylinder`` or
+   ``soma+cylinder`` the official cylinder rule everywhere or where the SOMA rule found nobody
+   (``cylinder.apply_cylinder_rule``);
 2. where the Aria anchor is missing and tracking did not carry the wearer through: the cylinder rule
    around the head bridged across gaps of up to 1 s (``cylinder.bridge_anchor_gaps``);
 3. the cross-view check (``crossview.cross_view_check``): views the other views' wearer rescues or
