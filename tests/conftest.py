@@ -46,6 +46,16 @@ def default_root(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def basketball_pair(tmp_path_factory) -> Path:
+    """Two 10-s realistic basketball takes (seed 6): players who pass in front of the wearer along a
+    camera's rays."""
+    root = tmp_path_factory.mktemp("basketball6")
+    cfg = SynthConfig(takes=2, seed=6, duration=10.0, scenario="basketball", preset="realistic")
+    write_synthetic_dataset(root, cfg)
+    return root
+
+
+@pytest.fixture(scope="session")
 def fitted_with_videos(tmp_path_factory) -> tuple[Path, str, Path]:
     """A clean 2-s take with rendered videos, fitted: ``(folder, take_uid, result path)``; the dataset is
     ``folder / "ds"``."""

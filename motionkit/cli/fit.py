@@ -86,7 +86,13 @@ FIT_OPTIONS = [
                      "landmarks and fit again, twice (three fits in all; the cameras used: fit/T_cam_world)."),
     _fit_option("cross_view", "--cross-view/--no-cross-view",
                 help="Check each view's wearer against the wearer the other views triangulate: select it "
-                     "where the SOMA rule found nobody, replace a selection that disagrees (CROSS_VIEW)."),
+                     "where the SOMA rule found nobody, replace a selection that disagrees (CROSS_VIEW), drop one "
+                     "whose tracklet is someone else's (CROSS_VIEW_OTHER)."),
+    _fit_option("cross_view_rule.tracklet_error", "--cross-view-tracklet-error", type=click.FloatRange(min=0.0),
+                help="A camera's tracklet that lies farther than this (median keypoint distance, in the projected "
+                     "body's heights) from the wearer the other views triangulate, in most of its frames, is someone "
+                     "else and is neither kept nor selected by the cross-view check (0: off; docs/pipeline.md, "
+                     "'Cross-view check')."),
     _fit_option("selection.other_tracklet_ratio", "--other-tracklet-ratio", type=click.FloatRange(min=0.0),
                 help="A camera's tracklet (its detections linked frame to frame by their keypoints) whose head lies "
                      "farther than this x the camera's threshold tau from the Aria anchor in most of its frames is "
@@ -117,8 +123,12 @@ def fit_options(f):
 
 
 def _fit_config(kw: dict):
-    """The ``PipelineConfig`` of the parsed options (removed from ``kw``)."""
-    return PipelineConfig.from_leaves({path: kw.pop(name) for path, name, _ in FIT_OPTIONS})
+    """The ``PipelineConfig`` of the parsed options (removed from ``kw``); a combination the config rejects
+    is a usage error."""
+    try:
+        return PipelineConfig.from_leaves({path: kw.pop(name) for path, name, _ in FIT_OPTIONS})
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
 
 
 @click.command()

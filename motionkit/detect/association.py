@@ -473,3 +473,14 @@ def put_rows(arrays: dict, obs: Observations, where: np.ndarray, rows: np.ndarra
     arrays["confidence"][where] = obs.keypoint_conf[rows]
     arrays["assoc_conf"][where] = assoc_conf
     arrays["reason"][where] = reason
+
+
+def clear_rows(arrays: dict, where: np.ndarray, reason: str) -> None:
+    """Select nothing at the true entries of ``where (F, V)`` in ``arrays`` (``editable_arrays``), with
+    ``reason``."""
+    arrays["det_index"][where] = -1
+    for key in ("box", "score", "keypoints"):
+        arrays[key][where] = np.nan
+    arrays["confidence"][where] = 0.0
+    arrays["assoc_conf"][where] = 0.0
+    arrays["reason"][where] = reason

@@ -10,10 +10,18 @@ the projected body's height, each left/right pair under the labelling that fits 
 
 - selects the one candidate that matches (``max_error``) where nothing was selected;
 - replaces a selection that matches badly (``switch_error``) by the one candidate that matches; a
-  selection with too few confident keypoints to tell stays (the wearer half hidden, say).
+  selection with too few confident keypoints to tell stays (the wearer half hidden, say);
+- sets aside every detection of a tracklet (``detect.tracklets``: the camera's detections linked frame
+  to frame) that lies farther than ``tracklet_error`` from the projection in most of the frames where it
+  can be compared (at least ``tracklet_min_frames``): that person is someone else throughout, also where
+  he stands in line with the wearer along the camera's rays and one frame's error cannot tell them
+  apart. Such a selection is replaced by the one candidate that matches, or dropped, unless it matches
+  (``max_error``) in its own frame: a tracklet that passed from the wearer to someone else (or back)
+  keeps the wearer's part.
 
 Selected camera-frames get the reason ``CROSS_VIEW`` and the association confidence
-``score x (1 - error / max_error)``. The rescued views do not feed the check of the others (one pass).
+``score x (1 - error / max_error)``; dropped ones ``CROSS_VIEW_OTHER``. The rescued views do not feed the
+check of the others (one pass).
 """
 
 from __future__ import annotations
@@ -25,11 +33,13 @@ import numpy as np
 
 from motionkit.conventions import COCO17_FLIP, COCO17_LR_PAIRS
 from motionkit.data.observations import Observations
-from motionkit.detect.association import Association, editable_arrays, observation_cells, put_rows
+from motionkit.detect.association import Association, clear_rows, editable_arrays, observation_cells, put_rows
+from motionkit.detect.tracklets import link_tracklets, tracklet_medians
 from motionkit.geometry.camera import CameraRig
 from motionkit.geometry.triangulation import triangulate
 
 CROSS_VIEW = "CROSS_VIEW"
+CROSS_VIEW_OTHER = "CROSS_VIEW_OTHER"
 
 
 @dataclass(frozen=True)
@@ -38,17 +48,23 @@ class CrossViewConfig:
     candidate matches the other views' wearer; ``switch_error``: a selection farther than this is
     replaced when exactly one candidate matches; ``min_joints``: keypoints compared at least (each
     triangulated from the other views and detected with ``conf_min``); ``det_min_score``: candidates'
-    detection score."""
+    detection score; ``tracklet_error``: a tracklet whose median error, over at least
+    ``tracklet_min_frames`` compared frames, exceeds this is someone else (0 turns it off)."""
 
     max_error: float = 0.05
     switch_error: float = 0.15
     min_joints: int = 5
     conf_min: float = 0.3
     det_min_score: float = 0.5
+    tracklet_error: float = 0.12
+    tracklet_min_frames: int = 3
 
     def __post_init__(self) -> None:
         if not (0 < self.max_error < self.switch_error and self.min_joints >= 3):
             raise ValueError(f"cross-view check needs 0 < max_error < switch_error and min_joints >= 3; got {self}")
+        if not (self.tracklet_error == 0 or self.tracklet_error > self.max_error) or self.tracklet_min_frames < 1:
+            raise ValueError(f"cross-view check needs tracklet_error 0 (off) or above max_error, and "
+                             f"tracklet_min_frames >= 1; got {self}")  # fmt: skip
 
 
 def match_errors(keypoints: np.ndarray, conf: np.ndarray, projected: np.ndarray, known: np.ndarray,
@@ -82,9 +98,25 @@ def match_errors(keypoints: np.ndarray, conf: np.ndarray, projected: np.ndarray,
     return out
 
 
-def cross_view_check(assoc: Association, obs: Observations, rig: CameraRig,
-                     cfg: CrossViewConfig | None = None) -> Association:  # fmt: skip
-    """``assoc`` with views rescued or corrected by the other views' wearer (module docstring)."""
+def other_tracklets(frame: np.ndarray, rows: np.ndarray, obs: Observations, err: np.ndarray, cfg: CrossViewConfig,
+                    max_step: float) -> np.ndarray:  # fmt: skip
+    """``(N,)`` bool for one camera's candidate ``rows (N,)`` of the observation table at processed-frame
+    positions ``frame (N,)`` with match errors ``err (N,)`` (``match_errors``): their tracklet (linked with
+    ``max_step``, ``tracklets.link_tracklets``) lies more than ``tracklet_error`` from the other views'
+    wearer in most of its at least ``tracklet_min_frames`` compared frames."""
+    if cfg.tracklet_error <= 0 or not len(rows):
+        return np.zeros(len(rows), dtype=bool)
+    box = obs.box[rows]
+    ids = link_tracklets(frame, obs.keypoints[rows], obs.keypoint_conf[rows], box[:, 3] - box[:, 1], max_step,
+                         cfg.conf_min)  # fmt: skip
+    median, count = tracklet_medians(ids, err)
+    return (count >= cfg.tracklet_min_frames) & (median > cfg.tracklet_error)
+
+
+def cross_view_check(assoc: Association, obs: Observations, rig: CameraRig, cfg: CrossViewConfig | None = None,
+                     tracklet_max_step: float = 0.1) -> Association:  # fmt: skip
+    """``assoc`` with views rescued, corrected or dropped by the other views' wearer (module docstring);
+    ``tracklet_max_step`` links each camera's detections into tracklets (``AssociationConfig``)."""
     cfg = cfg or CrossViewConfig()
     F, V = assoc.det_index.shape
     selected = assoc.selected
@@ -93,6 +125,7 @@ def cross_view_check(assoc: Association, obs: Observations, rig: CameraRig,
     rows = np.flatnonzero((fi >= 0) & (vi >= 0) & (obs.score >= cfg.det_min_score))
     choice = np.full((F, V), -1)
     choice_err = np.full((F, V), np.inf)
+    drop = np.zeros((F, V), dtype=bool)
     for v in range(V):
         others = conf.copy()
         others[:, v] = 0.0
@@ -104,18 +137,27 @@ def cross_view_check(assoc: Association, obs: Observations, rig: CameraRig,
         r = rows[vi[rows] == v]
         f = fi[r]
         err = match_errors(obs.keypoints[r], obs.keypoint_conf[r], projected[f], known[f], cfg)
-        n_match = np.bincount(f[err <= cfg.max_error], minlength=F)
+        other = other_tracklets(f, r, obs, err, cfg, tracklet_max_step)
+        match = (err <= cfg.max_error) & ~other
+        set_aside = other & (err > cfg.max_error)  # a selection that matches in its own frame stays
+        n_match = np.bincount(f[match], minlength=F)
         sel_err = np.full(F, np.inf)  # the current selection's error (inf: none)
         is_sel = assoc.det_index[f, v] == r
         sel_err[f[is_sel]] = err[is_sel]
-        # a selection with too few confident keypoints to tell (inf) stays: it may be the wearer half hidden
-        decide = (n_match == 1) & (~selected[:, v] | (np.isfinite(sel_err) & (sel_err > cfg.switch_error)))
-        best = decide[f] & (err <= cfg.max_error)
+        sel_set_aside = np.zeros(F, dtype=bool)
+        sel_set_aside[f[is_sel]] = set_aside[is_sel]
+        # a selection with too few confident keypoints to tell (inf) stays unless its tracklet is someone
+        # else's: it may be the wearer half hidden
+        bad = sel_set_aside | (np.isfinite(sel_err) & (sel_err > cfg.switch_error))
+        decide = (n_match == 1) & (~selected[:, v] | bad)
+        best = decide[f] & match
         choice[f[best], v], choice_err[f[best], v] = r[best], err[best]
+        drop[:, v] = sel_set_aside & (n_match != 1)
     chosen = choice >= 0
-    if not chosen.any():
+    if not (chosen.any() or drop.any()):
         return assoc
     out = editable_arrays(assoc)
     r = choice[chosen]
     put_rows(out, obs, chosen, r, obs.score[r] * (1.0 - choice_err[chosen] / cfg.max_error), CROSS_VIEW)
+    clear_rows(out, drop, CROSS_VIEW_OTHER)
     return Association(**{**assoc.__dict__, **out})

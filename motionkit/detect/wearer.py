@@ -8,7 +8,7 @@
 2. where the Aria anchor is missing and tracking did not carry the wearer through: the cylinder rule
    around the head bridged across gaps of up to 1 s (``cylinder.bridge_anchor_gaps``);
 3. the cross-view check (``crossview.cross_view_check``): views the other views' wearer rescues or
-   corrects;
+   corrects, and selections whose tracklet it finds someone else's, dropped;
 4. left/right labels of the wearer's keypoints (``geometry.swaps.find_lr_swaps``): leave-one-out
    triangulation over the other views, then the labels' continuity in time.
 """
@@ -72,7 +72,7 @@ def associate_wearer(
     if gap.any():
         a = apply_cylinder_rule(a, obs, rig, head, head_ok, gap)
     if cross_view is not None:
-        a = cross_view_check(a, obs, rig, cross_view)
+        a = cross_view_check(a, obs, rig, cross_view, (selection or AssociationConfig()).tracklet_max_step)
     conf = np.where(a.selected[..., None], a.confidence, 0.0)
     swap = find_lr_swaps(a.keypoints, conf, rig, a.box[..., 3] - a.box[..., 1], time_s, swaps)
     return WearerAssociation(a, swap, apply_lr_swaps(a.keypoints, swap), apply_lr_swaps(a.confidence, swap))

@@ -221,14 +221,12 @@ def test_head_distance_measures_each_face_keypoint_against_its_own_place():
     assert np.isnan(hidden).all()
 
 
-def test_a_tracklet_that_is_mostly_away_from_the_anchor_is_someone_else(tmp_path):
+def test_a_tracklet_that_is_mostly_away_from_the_anchor_is_someone_else(basketball_pair):
     """Two 10-s basketball takes (seed 6): players who walk in front of the wearer along a camera's rays
     put their heads on the anchor there, and were tracked in his place (269 camera-frames); their
     tracklets, mostly far from the anchor, mark them (114 left, the wearer's own selections unchanged:
     1,349 -> 1,346)."""
-    write_synthetic_dataset(tmp_path, SynthConfig(takes=2, seed=6, duration=10.0, scenario="basketball",
-                                                  preset="realistic"))  # fmt: skip
-    right_off, wrong_off = _wearer_and_others(tmp_path, AssociationConfig(other_tracklet_ratio=0.0))
-    right, wrong = _wearer_and_others(tmp_path, AssociationConfig())
+    right_off, wrong_off = _wearer_and_others(basketball_pair, AssociationConfig(other_tracklet_ratio=0.0))
+    right, wrong = _wearer_and_others(basketball_pair, AssociationConfig())
     assert wrong <= 0.5 * wrong_off, (wrong_off, wrong)
     assert right >= 0.99 * right_off, (right_off, right)

@@ -164,7 +164,10 @@ def test_downscaled_videos_give_the_same_wearer_keypoints_in_raw_pixels(video_ro
                      plot=False, video_models=(ColourPersonDetector(), MarkerKeypoints()))  # fmt: skip
         kp[small] = oc.result["association/keypoints"]
     both = np.isfinite(kp[False]).all(-1) & np.isfinite(kp[True]).all(-1)
-    assert both.mean() > 0.8  # measured 0.90 (the samples where both runs selected the wearer)
+    # measured 0.80 (the samples where both runs selected someone: 0.87 before the cross-view check's
+    # tracklet test, which drops a few selections in one run and not the other where a bystander
+    # overlapping the wearer in view 3 mixes their tracklets at 10 fps)
+    assert both.mean() > 0.75
     err = np.linalg.norm(kp[False] - kp[True], axis=-1)[both]
     scale = take.rig.cameras[0].height / 448  # raw pixels per pixel of the 448-high video
     assert np.median(err) < 0.6 * scale, (np.median(err), scale)  # 2.1 raw px (0.43 px of the 448p video)

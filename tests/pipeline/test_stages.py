@@ -39,11 +39,12 @@ def test_frames_whose_fitted_eyes_are_far_from_the_aria_anchor_are_not_valid(syn
     eyes = base["fit/coco17_all"][:, [1, 2]].mean(1)  # the fitted eye midpoint, every frame (world metres)
     dist = np.linalg.norm(eyes - base["aria/position_at_sample"], axis=-1)  # NaN where the anchor is unknown
     assert not base["flags/EYE_ARIA_FAR"].any() and (np.nan_to_num(dist) < 0.30).all()  # the default: none here
-    limit = _limit_between(dist)
+    valid = base["valid"].astype(bool)
+    limit = _limit_between(np.where(valid, dist, np.nan))  # between the valid frames' distances
     far = np.nan_to_num(dist) > limit  # unknown anchor: not far
     cfg = with_leaf(with_leaf(fast, "trust.max_eye_anchor_m", limit), "trust.max_face_anchor_m", limit / 2)
     strict = run_fit(synth_root, uid, tmp_path / "b", cfg, progress=False, plot=False).result
-    valid, strict_valid = base["valid"].astype(bool), strict["valid"].astype(bool)
+    strict_valid = strict["valid"].astype(bool)
     assert (valid & far).sum() > 10 and (valid & ~far).sum() > 10  # both sides of the limit are exercised
     # the default limits: the face at the Aria (eyes within 0.10 m of its anchor, turned within 0.05 m as
     # it is) is trusted in every valid frame, also where fewer than two views support a face landmark
