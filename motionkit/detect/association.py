@@ -32,7 +32,7 @@ import numpy as np
 
 from motionkit.conventions import COCO17_FACE
 from motionkit.data.observations import Observations
-from motionkit.detect.tracklets import link_tracklets, tracklet_medians
+from motionkit.detect.tracklets import tracklets_beyond
 from motionkit.geometry.boxes import box_iou
 from motionkit.geometry.camera import CameraRig
 
@@ -303,10 +303,9 @@ def _other_tracklets(c: _Candidates, sel_v: np.ndarray, tau: float, obs: Observa
         return np.zeros(int(sel_v.sum()), dtype=bool)
     rows = c.rows[sel_v]
     box = obs.box[rows]
-    ids = link_tracklets(c.fi[sel_v], obs.keypoints[rows], obs.keypoint_conf[rows], box[:, 3] - box[:, 1],
-                         cfg.tracklet_max_step, cfg.face_conf_min)  # fmt: skip
-    median, count = tracklet_medians(ids, c.delta[sel_v] / tau)
-    return (count >= cfg.other_tracklet_min_frames) & (median > cfg.other_tracklet_ratio)
+    return tracklets_beyond(c.fi[sel_v], obs.keypoints[rows], obs.keypoint_conf[rows], box[:, 3] - box[:, 1],
+                            c.delta[sel_v] / tau, cfg.other_tracklet_ratio, cfg.other_tracklet_min_frames,
+                            cfg.tracklet_max_step, cfg.face_conf_min)  # fmt: skip
 
 
 def _track_camera(v: int, c: _Candidates, rejected: np.ndarray, obs: Observations, a_valid: np.ndarray,

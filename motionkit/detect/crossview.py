@@ -34,7 +34,7 @@ import numpy as np
 from motionkit.conventions import COCO17_FLIP, COCO17_LR_PAIRS
 from motionkit.data.observations import Observations
 from motionkit.detect.association import Association, clear_rows, editable_arrays, observation_cells, put_rows
-from motionkit.detect.tracklets import link_tracklets, tracklet_medians
+from motionkit.detect.tracklets import tracklets_beyond
 from motionkit.geometry.camera import CameraRig
 from motionkit.geometry.triangulation import triangulate
 
@@ -107,10 +107,8 @@ def other_tracklets(frame: np.ndarray, rows: np.ndarray, obs: Observations, err:
     if cfg.tracklet_error <= 0 or not len(rows):
         return np.zeros(len(rows), dtype=bool)
     box = obs.box[rows]
-    ids = link_tracklets(frame, obs.keypoints[rows], obs.keypoint_conf[rows], box[:, 3] - box[:, 1], max_step,
-                         cfg.conf_min)  # fmt: skip
-    median, count = tracklet_medians(ids, err)
-    return (count >= cfg.tracklet_min_frames) & (median > cfg.tracklet_error)
+    return tracklets_beyond(frame, obs.keypoints[rows], obs.keypoint_conf[rows], box[:, 3] - box[:, 1], err,
+                            cfg.tracklet_error, cfg.tracklet_min_frames, max_step, cfg.conf_min)  # fmt: skip
 
 
 def cross_view_check(assoc: Association, obs: Observations, rig: CameraRig, cfg: CrossViewConfig | None = None,

@@ -78,3 +78,14 @@ def tracklet_medians(ids: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, n
     has = (k < len(starts)) & (t[starts][np.minimum(k, len(starts) - 1)] == ids)
     med[has], count[has] = per[k[has]], sizes[k[has]]
     return med, count
+
+
+def tracklets_beyond(frame: np.ndarray, keypoints: np.ndarray, conf: np.ndarray, height: np.ndarray,
+                     values: np.ndarray, limit: float, min_count: int, max_step: float = 0.1,
+                     conf_min: float = 0.3) -> np.ndarray:  # fmt: skip
+    """``(N,)`` bool: the detection's tracklet (``link_tracklets`` of ``frame``, ``keypoints``, ``conf``,
+    ``height``) has a median of ``values (N,)`` above ``limit`` over at least ``min_count`` finite values
+    (``tracklet_medians``): the person is mostly somewhere else than the measure looks for."""
+    ids = link_tracklets(frame, keypoints, conf, height, max_step, conf_min)
+    median, count = tracklet_medians(ids, values)
+    return (count >= min_count) & (median > limit)
