@@ -25,11 +25,11 @@ wearer and puts its head on the anchor (flag ``OTHER_TRACKLET``; ``other_trackle
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
+from motionkit.common.nanstats import nan_lower_median
 from motionkit.conventions import COCO17_FACE
 from motionkit.data.observations import Observations
 from motionkit.detect.tracklets import tracklets_beyond
@@ -152,9 +152,7 @@ def head_distances(box: np.ndarray, kp: np.ndarray, conf: np.ndarray, face_uv: n
     face = kp[:, list(COCO17_FACE)]
     ok = (conf[:, list(COCO17_FACE)] >= conf_min) & np.isfinite(face).all(-1) & np.isfinite(face_uv).all(-1)
     d = np.where(ok, np.linalg.norm(np.nan_to_num(face) - np.nan_to_num(face_uv), axis=-1), np.nan)
-    with warnings.catch_warnings():  # rows without a face keypoint: all-NaN median, replaced below
-        warnings.simplefilter("ignore", RuntimeWarning)
-        med = np.nanpercentile(d, 50, axis=1, method="lower")  # of two, the nearer: a guess can be far off
+    med = nan_lower_median(d)  # of two, the nearer: a guess can be far off; NaN without a face keypoint
     top = np.stack([(box[:, 0] + box[:, 2]) / 2, box[:, 1] + 0.1 * (box[:, 3] - box[:, 1])], 1)
     return np.where(ok.any(1), med, np.linalg.norm(top - anchor_uv, axis=-1))
 

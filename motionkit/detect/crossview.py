@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from motionkit.common.nanstats import nan_median
 from motionkit.conventions import COCO17_FLIP, COCO17_LR_PAIRS
 from motionkit.data.observations import Observations
 from motionkit.detect.association import Association, clear_rows, editable_arrays, observation_cells, put_rows
@@ -94,7 +95,7 @@ def match_errors(keypoints: np.ndarray, conf: np.ndarray, projected: np.ndarray,
     use = np.where(swap, usable[1], usable[0])
     enough = (use.sum(1) >= cfg.min_joints) & (height > 0)
     out = np.full(len(keypoints), np.inf)
-    out[enough] = np.nanmedian(d[enough], 1) / height[enough]  # min_joints values in each of these rows
+    out[enough] = nan_median(d[enough]) / height[enough]  # min_joints values in each of these rows
     return out
 
 

@@ -10,23 +10,37 @@ limbs do not.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
+
+from motionkit.common.nanstats import nan_median
 
 
 def keypoint_steps(kp_a: np.ndarray, conf_a: np.ndarray, height_a: np.ndarray, kp_b: np.ndarray,
                    conf_b: np.ndarray, conf_min: float = 0.3, min_shared: int = 3) -> np.ndarray:  # fmt: skip
-    """``(A, B)`` how far each detection ``b`` lies from each detection ``a``: the median distance over
-    the keypoints both detect with ``conf_min`` or more (``kp (., 17, 2)`` pixels, ``conf (., 17)``)
-    divided by ``height_a (A,)`` (the earlier box's height, px); inf with fewer than ``min_shared``."""
-    shared = (conf_a[:, None] >= conf_min) & (conf_b[None] >= conf_min)  # (A, B, 17)
-    shared &= np.isfinite(kp_a).all(-1)[:, None] & np.isfinite(kp_b).all(-1)[None]
-    d = np.linalg.norm(np.nan_to_num(kp_a)[:, None] - np.nan_to_num(kp_b)[None], axis=-1)
-    with warnings.catch_warnings():  # pairs with nothing shared: all-NaN median, replaced below
-        warnings.simplefilter("ignore", RuntimeWarning)
-        med = np.nanmedian(np.where(shared, d, np.nan), axis=-1)
-    return np.where(shared.sum(-1) >= min_shared, med / np.maximum(height_a, 1.0)[:, None], np.inf)
+    """``(P,)`` how far each detection ``b`` lies from its detection ``a`` (pairs of rows): the median
+    distance over the keypoints both detect with ``conf_min`` or more (``kp (P, 17, 2)`` pixels,
+    ``conf (P, 17)``) divided by ``height_a (P,)`` (the earlier box's height, px); inf with fewer than
+    ``min_shared``."""
+    shared = (conf_a >= conf_min) & (conf_b >= conf_min) & np.isfinite(kp_a).all(-1) & np.isfinite(kp_b).all(-1)
+    d = np.linalg.norm(np.nan_to_num(kp_a) - np.nan_to_num(kp_b), axis=-1)  # (P, 17)
+    med = nan_median(np.where(shared, d, np.nan))  # NaN for pairs with nothing shared, replaced below
+    return np.where(shared.sum(-1) >= min_shared, med / np.maximum(height_a, 1.0), np.inf)
+
+
+def _consecutive_pairs(frame_sorted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair of positions ``(a, b)`` in ``frame_sorted (N,)`` (ascending) with
+    ``frame_sorted[b] == frame_sorted[a] + 1``, grouped by the frame of ``b`` and ordered by ``a``, then
+    ``b``; ``(G + 1,)`` offsets of each frame group's pairs and ``(G + 1,)`` bounds of each group's
+    positions (G: the distinct frames)."""
+    frames, start, size = np.unique(frame_sorted, return_index=True, return_counts=True)
+    has_prev = np.r_[False, frames[1:] == frames[:-1] + 1]  # (G,)
+    n_pairs = np.where(has_prev, size * np.r_[0, size[:-1]], 0)
+    offsets = np.r_[0, np.cumsum(n_pairs)]
+    g = np.repeat(np.arange(len(frames)), n_pairs)  # the group of b, per pair
+    k = np.arange(offsets[-1]) - offsets[g]  # index of the pair within its group: i_a * size_b + i_b
+    a = start[np.maximum(g - 1, 0)] + k // size[g]
+    b = start[g] + k % size[g]
+    return a, b, offsets, np.r_[start, len(frame_sorted)]
 
 
 def link_tracklets(frame: np.ndarray, keypoints: np.ndarray, conf: np.ndarray, height: np.ndarray,
@@ -35,28 +49,30 @@ def link_tracklets(frame: np.ndarray, keypoints: np.ndarray, conf: np.ndarray, h
     ``frame (N,)`` (keypoints ``(N, 17, 2)`` px, ``conf (N, 17)``, box ``height (N,)`` px): detections of
     consecutive frames whose keypoints lie within ``max_step`` box heights (``keypoint_steps``) are
     linked, closest pair first (module docstring)."""
-    n = len(frame)
-    ids = np.full(n, -1, dtype=np.int64)
+    if not len(frame):
+        return np.zeros(0, dtype=np.int64)
     order = np.argsort(frame, kind="stable")
-    bounds = np.flatnonzero(np.r_[True, np.diff(frame[order]) != 0, True])
-    prev = np.zeros(0, dtype=np.int64)
+    a, b, offsets, bounds = _consecutive_pairs(frame[order])
+    pa, pb = order[a], order[b]
+    step = keypoint_steps(keypoints[pa], conf[pa], height[pa], keypoints[pb], conf[pb], conf_min)
+    ids = np.full(len(frame), -1, dtype=np.int64)
     next_id = 0
-    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+    for g, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+        sl = slice(offsets[g], offsets[g + 1])
+        g_step, g_prev, g_cur = step[sl], pa[sl], pb[sl]
+        taken_prev, taken_cur = set(), set()
+        for k in np.argsort(g_step, kind="stable"):  # closest pair first (ties: by a, then b)
+            if g_step[k] > max_step:
+                break
+            p, c = g_prev[k], g_cur[k]
+            if p not in taken_prev and c not in taken_cur:
+                ids[c] = ids[p]
+                taken_prev.add(p)
+                taken_cur.add(c)
         cur = order[lo:hi]
-        if len(prev) and frame[prev[0]] == frame[cur[0]] - 1:
-            step = keypoint_steps(keypoints[prev], conf[prev], height[prev], keypoints[cur], conf[cur], conf_min)
-            taken_prev, taken_cur = np.zeros(len(prev), bool), np.zeros(len(cur), bool)
-            for k in np.argsort(step, axis=None, kind="stable"):
-                p, c = divmod(int(k), len(cur))
-                if step[p, c] > max_step:
-                    break
-                if not (taken_prev[p] or taken_cur[c]):
-                    ids[cur[c]] = ids[prev[p]]
-                    taken_prev[p] = taken_cur[c] = True
         fresh = cur[ids[cur] < 0]
         ids[fresh] = np.arange(next_id, next_id + len(fresh))
         next_id += len(fresh)
-        prev = cur
     return ids
 
 

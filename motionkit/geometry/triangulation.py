@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from motionkit.common.nanstats import nan_median
 from motionkit.geometry.camera import CameraRig
 from motionkit.geometry.fisheye import (
     kb3_project_np,
@@ -544,9 +545,7 @@ def view_outliers(
         n = judged.sum(-1)
         outlier |= seen & (n >= min_joints) & (off.sum(-1) >= cfg.view_outlier_share * n)
     head = np.where((confident & ~undecided)[..., list(head_joints)], res[..., list(head_joints)], np.nan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # views without a head observation
-        head_med = np.nanmedian(head, axis=-1)
+    head_med = nan_median(head)  # NaN for views without a head observation
     return outlier | (seen & (has.sum(-1) >= min_joints) & (head_med > limit))
 
 

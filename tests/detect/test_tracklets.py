@@ -57,3 +57,58 @@ def test_tracklet_medians_against_a_loop():
             np.testing.assert_allclose(med[ids == t], np.median(v))
         else:
             assert np.isnan(med[ids == t]).all()
+
+
+def _link_reference(frame, kp, conf, height, max_step, conf_min=0.3):
+    """Frame by frame: every pair of consecutive frames' detections measured one at a time, then linked
+    greedily, closest pair first (ties: the earlier detection of the earlier frame, then of the later)."""
+    ids = np.full(len(frame), -1)
+    next_id = 0
+    frames = sorted(set(frame.tolist()))
+    for t in frames:
+        cur = [i for i in np.argsort(frame, kind="stable") if frame[i] == t]
+        prev = [i for i in np.argsort(frame, kind="stable") if frame[i] == t - 1]
+        pairs = []
+        for ip, p in enumerate(prev):
+            for ic, c in enumerate(cur):
+                ok = (conf[p] >= conf_min) & (conf[c] >= conf_min)
+                d = np.linalg.norm(kp[p] - kp[c], axis=-1)[ok]
+                step = np.median(d) / max(height[p], 1.0) if ok.sum() >= 3 else np.inf
+                pairs.append((step, ip * len(cur) + ic, p, c))
+        used_p, used_c = set(), set()
+        for step, _, p, c in sorted(pairs):
+            if step <= max_step and p not in used_p and c not in used_c:
+                ids[c] = ids[p]
+                used_p.add(p)
+                used_c.add(c)
+        for c in cur:
+            if ids[c] < 0:
+                ids[c], next_id = next_id, next_id + 1
+    return ids
+
+
+def test_linking_matches_a_frame_by_frame_reference():
+    """Four people drifting at random over 60 frames with gaps, misses, low confidences and a frame
+    with nobody, detections shuffled: the same tracklet ids as the frame-by-frame loop above."""
+    rng = np.random.default_rng(7)
+    people = [_person(rng.uniform(0, 600), rng.uniform(0.5, 2.0), 60, rng.uniform(-12, 12)) for _ in range(4)]
+    frame, kp = [], []
+    for f in range(60):
+        if f == 30:
+            continue  # nobody detected
+        for person in people:
+            if rng.random() < 0.85:
+                frame.append(f)
+                kp.append(person[f] + rng.normal(0, 4.0, (17, 2)))
+    frame, kp = np.array(frame), np.array(kp)
+    conf = np.where(rng.random((len(frame), 17)) < 0.2, 0.1, 0.9)
+    height = rng.uniform(150, 250, len(frame))
+    perm = rng.permutation(len(frame))
+    frame, kp, conf, height = frame[perm], kp[perm], conf[perm], height[perm]
+    for max_step in (0.05, 0.1, 0.3):
+        want = _link_reference(frame, kp, conf, height, max_step)
+        got = link_tracklets(frame, kp, conf, height, max_step)
+        np.testing.assert_array_equal(got, want)
+        assert 4 <= len(np.unique(got)) < len(frame)  # some links made, some not
+    assert link_tracklets(frame[:0], kp[:0], conf[:0], height[:0]).shape == (0,)  # a camera with nobody
+    np.testing.assert_array_equal(link_tracklets(frame[:1], kp[:1], conf[:1], height[:1]), [0])
