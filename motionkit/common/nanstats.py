@@ -12,8 +12,11 @@ import numpy as np
 
 
 def _sorted_rows(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rows of ``values (..., K)`` sorted (NaN last) and each row's count of non-NaN values ``(...)``."""
+    """The rows of ``values (..., K)`` sorted (NaN last, one NaN appended where K is 0) and each row's
+    count of non-NaN values ``(...)``."""
     values = np.asarray(values)
+    if values.shape[-1] == 0:
+        values = np.full((*values.shape[:-1], 1), np.nan, dtype=np.result_type(values.dtype, np.float16))
     return np.sort(values, axis=-1), (~np.isnan(values)).sum(-1)
 
 
@@ -25,8 +28,6 @@ def nan_median(values: np.ndarray) -> np.ndarray:
     """``(...)`` the median of each row of ``values (..., K)`` over its non-NaN entries, the mean of the
     two middle ones where their count is even (``np.nanmedian(values, axis=-1)``); NaN where none."""
     rows, n = _sorted_rows(values)
-    if rows.shape[-1] == 0:
-        return np.full(rows.shape[:-1], np.nan, dtype=np.result_type(rows.dtype, np.float16))
     mid = (_pick(rows, (n - 1) // 2) + _pick(rows, n // 2)) / 2
     return np.where(n > 0, mid, np.nan)
 
@@ -36,6 +37,4 @@ def nan_lower_median(values: np.ndarray) -> np.ndarray:
     middle one where their count is odd: ``np.nanpercentile(values, 50, axis=-1, method="lower")``);
     NaN where none."""
     rows, n = _sorted_rows(values)
-    if rows.shape[-1] == 0:
-        return np.full(rows.shape[:-1], np.nan, dtype=np.result_type(rows.dtype, np.float16))
     return np.where(n > 0, _pick(rows, (n - 1) // 2), np.nan)
