@@ -70,6 +70,16 @@ def test_kernels_option_is_validated():
     assert r.exit_code != 0 and "--kernels" in r.output
 
 
+def test_a_cross_view_rule_the_config_rejects_is_a_usage_error(tmp_path, synth_root):
+    """A tracklet error above the two-view one (0.24 by default) is refused before anything runs; raising
+    both is accepted (the run then fails on the unknown take, not on the options)."""
+    base = ["fit", "--take", "nope", "--root", str(synth_root), "--out", str(tmp_path / "out")]
+    r = CliRunner().invoke(main, [*base, "--cross-view-tracklet-error", "0.3"])
+    assert r.exit_code == 2 and "tracklet_two_view_error" in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(main, [*base, "--cross-view-tracklet-error", "0.3", "--cross-view-two-view-error", "0.4"])
+    assert r.exit_code != 0 and "'nope' not found" in r.output
+
+
 def test_fit_unknown_take_fails_cleanly(tmp_path, synth_root):
     out = tmp_path / "out"
     r = CliRunner().invoke(main, ["fit", "--take", "nope", "--root", str(synth_root), "--out", str(out)])

@@ -93,6 +93,12 @@ FIT_OPTIONS = [
                      "body's heights) from the wearer the other views triangulate, in most of its frames, is someone "
                      "else and is neither kept nor selected by the cross-view check (0: off; docs/pipeline.md, "
                      "'Cross-view check')."),
+    _fit_option("cross_view_rule.tracklet_two_view_error", "--cross-view-two-view-error",
+                type=click.FloatRange(min=0.0),
+                help="The tracklet error that takes the place of --cross-view-tracklet-error, for a tracklet's "
+                     "selections that cannot be compared in their own frame, in the frames where the other views' "
+                     "wearer rests on two views only (at least --cross-view-tracklet-error; docs/pipeline.md, "
+                     "'Cross-view check')."),
     _fit_option("selection.other_tracklet_ratio", "--other-tracklet-ratio", type=click.FloatRange(min=0.0),
                 help="A camera's tracklet (its detections linked frame to frame by their keypoints) whose head lies "
                      "farther than this x the camera's threshold tau from the Aria anchor in most of its frames is "

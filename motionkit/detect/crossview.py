@@ -17,7 +17,9 @@ the projected body's height, each left/right pair under the labelling that fits 
   he stands in line with the wearer along the camera's rays and one frame's error cannot tell them
   apart. Such a selection is replaced by the one candidate that matches, or dropped, unless it matches
   (``max_error``) in its own frame: a tracklet that passed from the wearer to someone else (or back)
-  keeps the wearer's part.
+  keeps the wearer's part. A selection that cannot be compared in its own frame goes only on firmer
+  evidence: where the other views' wearer rests on two views only (no third view checks it), the
+  tracklet's error must exceed ``tracklet_two_view_error`` instead.
 
 Selected camera-frames get the reason ``CROSS_VIEW`` and the association confidence
 ``score x (1 - error / max_error)``; dropped ones ``CROSS_VIEW_OTHER``. The rescued views do not feed the
@@ -35,7 +37,7 @@ from motionkit.common.nanstats import nan_median
 from motionkit.conventions import COCO17_FLIP, COCO17_LR_PAIRS
 from motionkit.data.observations import Observations
 from motionkit.detect.association import Association, clear_rows, editable_arrays, observation_cells, put_rows
-from motionkit.detect.tracklets import tracklets_beyond
+from motionkit.detect.tracklets import link_tracklets, tracklet_medians
 from motionkit.geometry.camera import CameraRig
 from motionkit.geometry.triangulation import triangulate
 
@@ -50,7 +52,10 @@ class CrossViewConfig:
     replaced when exactly one candidate matches; ``min_joints``: keypoints compared at least (each
     triangulated from the other views and detected with ``conf_min``); ``det_min_score``: candidates'
     detection score; ``tracklet_error``: a tracklet whose median error, over at least
-    ``tracklet_min_frames`` compared frames, exceeds this is someone else (0 turns it off)."""
+    ``tracklet_min_frames`` compared frames, exceeds this is someone else (0 turns it off);
+    ``tracklet_two_view_error``: the limit that takes its place, for the tracklet's selections that cannot
+    be compared in their own frame, in the compared frames whose other-views' wearer rests on two views
+    only."""
 
     max_error: float = 0.05
     switch_error: float = 0.15
@@ -59,13 +64,17 @@ class CrossViewConfig:
     det_min_score: float = 0.5
     tracklet_error: float = 0.12
     tracklet_min_frames: int = 3
+    tracklet_two_view_error: float = 0.24
 
     def __post_init__(self) -> None:
         if not (0 < self.max_error < self.switch_error and self.min_joints >= 3):
             raise ValueError(f"cross-view check needs 0 < max_error < switch_error and min_joints >= 3; got {self}")
-        if not (self.tracklet_error == 0 or self.tracklet_error > self.max_error) or self.tracklet_min_frames < 1:
-            raise ValueError(f"cross-view check needs tracklet_error 0 (off) or above max_error, and "
-                             f"tracklet_min_frames >= 1; got {self}")  # fmt: skip
+        if (
+            not (self.tracklet_error == 0 or self.max_error < self.tracklet_error <= self.tracklet_two_view_error)
+            or self.tracklet_min_frames < 1
+        ):
+            raise ValueError(f"cross-view check needs tracklet_error 0 (off) or between max_error and "
+                             f"tracklet_two_view_error, and tracklet_min_frames >= 1; got {self}")  # fmt: skip
 
 
 def match_errors(keypoints: np.ndarray, conf: np.ndarray, projected: np.ndarray, known: np.ndarray,
@@ -99,17 +108,25 @@ def match_errors(keypoints: np.ndarray, conf: np.ndarray, projected: np.ndarray,
     return out
 
 
-def other_tracklets(frame: np.ndarray, rows: np.ndarray, obs: Observations, err: np.ndarray, cfg: CrossViewConfig,
-                    max_step: float) -> np.ndarray:  # fmt: skip
-    """``(N,)`` bool for one camera's candidate ``rows (N,)`` of the observation table at processed-frame
-    positions ``frame (N,)`` with match errors ``err (N,)`` (``match_errors``): their tracklet (linked with
-    ``max_step``, ``tracklets.link_tracklets``) lies more than ``tracklet_error`` from the other views'
-    wearer in most of its at least ``tracklet_min_frames`` compared frames."""
+def other_tracklets(frame: np.ndarray, rows: np.ndarray, obs: Observations, err: np.ndarray, two_view: np.ndarray,
+                    cfg: CrossViewConfig, max_step: float) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """For one camera's candidate ``rows (N,)`` of the observation table at processed-frame positions
+    ``frame (N,)`` with match errors ``err (N,)`` (``match_errors``), their tracklets linked with
+    ``max_step`` (``tracklets.link_tracklets``): ``(N,)`` bool, the tracklet lies more than
+    ``tracklet_error`` from the other views' wearer in most of its at least ``tracklet_min_frames``
+    compared frames; and ``(N,)`` bool, it does so on firm evidence: with the errors of the frames where
+    that wearer rests on two views only (``two_view (N,)``) scaled by ``tracklet_error /
+    tracklet_two_view_error``."""
+    none = np.zeros(len(rows), dtype=bool)
     if cfg.tracklet_error <= 0 or not len(rows):
-        return np.zeros(len(rows), dtype=bool)
+        return none, none
     box = obs.box[rows]
-    return tracklets_beyond(frame, obs.keypoints[rows], obs.keypoint_conf[rows], box[:, 3] - box[:, 1], err,
-                            cfg.tracklet_error, cfg.tracklet_min_frames, max_step, cfg.conf_min)  # fmt: skip
+    ids = link_tracklets(frame, obs.keypoints[rows], obs.keypoint_conf[rows], box[:, 3] - box[:, 1], max_step,
+                         cfg.conf_min)  # fmt: skip
+    median, count = tracklet_medians(ids, err)
+    other = (count >= cfg.tracklet_min_frames) & (median > cfg.tracklet_error)
+    scaled = np.where(two_view, err * (cfg.tracklet_error / cfg.tracklet_two_view_error), err)
+    return other, other & (tracklet_medians(ids, scaled)[0] > cfg.tracklet_error)
 
 
 def cross_view_check(assoc: Association, obs: Observations, rig: CameraRig, cfg: CrossViewConfig | None = None,
@@ -136,9 +153,11 @@ def cross_view_check(assoc: Association, obs: Observations, rig: CameraRig, cfg:
         r = rows[vi[rows] == v]
         f = fi[r]
         err = match_errors(obs.keypoints[r], obs.keypoint_conf[r], projected[f], known[f], cfg)
-        other = other_tracklets(f, r, obs, err, cfg, tracklet_max_step)
+        two_view = (tri.n_views >= 3).sum(1) < cfg.min_joints  # (F,) no third view checks the wearer
+        other, firm = other_tracklets(f, r, obs, err, two_view[f], cfg, tracklet_max_step)
         match = (err <= cfg.max_error) & ~other
-        set_aside = other & (err > cfg.max_error)  # a selection that matches in its own frame stays
+        # a selection that matches in its own frame stays; one that cannot be compared there, unless firm
+        set_aside = other & (err > cfg.max_error) & (np.isfinite(err) | firm)
         n_match = np.bincount(f[match], minlength=F)
         sel_err = np.full(F, np.inf)  # the current selection's error (inf: none)
         is_sel = assoc.det_index[f, v] == r

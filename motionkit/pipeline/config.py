@@ -4,6 +4,7 @@ of the whole tree, less the execution options, decides whether earlier outputs a
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 from dataclasses import asdict, dataclass, field
@@ -118,7 +119,7 @@ class PipelineConfig:
             if path not in config_leaves(cfg):
                 raise ValueError(f"no option {path!r} in PipelineConfig")
             _set_leaf(cfg, path, value)
-        cfg.__post_init__()
+        _check(cfg)  # once all are set: a sub-config's rule may tie two of its leaves
         return cfg
 
     @classmethod
@@ -140,11 +141,19 @@ def _set_leaf(cfg: Any, path: str, value: Any) -> None:
         object.__setattr__(cfg, head, value)
         return
     child = getattr(cfg, head)
-    child = dataclasses.replace(child)  # a copy: sub-configs may be shared defaults
+    child = copy.copy(child)  # a copy: sub-configs may be shared defaults (checked later, ``_check``)
     _set_leaf(child, rest, value)
-    if dataclasses.is_dataclass(child) and hasattr(child, "__post_init__"):
-        child.__post_init__()
     object.__setattr__(cfg, head, child)
+
+
+def _check(cfg: Any) -> None:
+    """Run the ``__post_init__`` checks of ``cfg`` and of every sub-config below it, innermost first."""
+    for f in dataclasses.fields(cfg):
+        child = getattr(cfg, f.name)
+        if dataclasses.is_dataclass(child):
+            _check(child)
+    if hasattr(cfg, "__post_init__"):
+        cfg.__post_init__()
 
 
 def _from_dict(cls: type, d: dict) -> Any:
@@ -182,7 +191,7 @@ def with_leaf(cfg: PipelineConfig, path: str, value: Any) -> PipelineConfig:
     """A copy of ``cfg`` with the leaf at ``path`` set (validated as the constructor validates)."""
     new = dataclasses.replace(cfg)
     _set_leaf(new, path, value)
-    new.__post_init__()
+    _check(new)
     return new
 
 
@@ -208,6 +217,8 @@ def _with_shortcuts(fields_init):
         for name, value in given.items():
             if value is not None:
                 _set_leaf(self, SHORTCUTS[name], tuple(value) if name == "fit_iters" else value)
+        if given:
+            _check(self)
 
     return __init__
 
