@@ -37,7 +37,7 @@ from motionkit.common.nanstats import nan_median
 from motionkit.conventions import COCO17_FLIP, COCO17_LR_PAIRS
 from motionkit.data.observations import Observations
 from motionkit.detect.association import Association, clear_rows, editable_arrays, observation_cells, put_rows
-from motionkit.detect.tracklets import link_tracklets, tracklet_medians
+from motionkit.detect.tracklets import link_tracklets, medians_beyond
 from motionkit.geometry.camera import CameraRig
 from motionkit.geometry.triangulation import triangulate
 
@@ -123,10 +123,9 @@ def other_tracklets(frame: np.ndarray, rows: np.ndarray, obs: Observations, err:
     box = obs.box[rows]
     ids = link_tracklets(frame, obs.keypoints[rows], obs.keypoint_conf[rows], box[:, 3] - box[:, 1], max_step,
                          cfg.conf_min)  # fmt: skip
-    median, count = tracklet_medians(ids, err)
-    other = (count >= cfg.tracklet_min_frames) & (median > cfg.tracklet_error)
     scaled = np.where(two_view, err * (cfg.tracklet_error / cfg.tracklet_two_view_error), err)
-    return other, other & (tracklet_medians(ids, scaled)[0] > cfg.tracklet_error)
+    other, firm = (medians_beyond(ids, e, cfg.tracklet_error, cfg.tracklet_min_frames) for e in (err, scaled))
+    return other, other & firm
 
 
 def cross_view_check(assoc: Association, obs: Observations, rig: CameraRig, cfg: CrossViewConfig | None = None,

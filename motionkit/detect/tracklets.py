@@ -102,6 +102,11 @@ def tracklets_beyond(frame: np.ndarray, keypoints: np.ndarray, conf: np.ndarray,
     """``(N,)`` bool: the detection's tracklet (``link_tracklets`` of ``frame``, ``keypoints``, ``conf``,
     ``height``) has a median of ``values (N,)`` above ``limit`` over at least ``min_count`` finite values
     (``tracklet_medians``): the person is mostly somewhere else than the measure looks for."""
-    ids = link_tracklets(frame, keypoints, conf, height, max_step, conf_min)
+    return medians_beyond(link_tracklets(frame, keypoints, conf, height, max_step, conf_min), values, limit, min_count)
+
+
+def medians_beyond(ids: np.ndarray, values: np.ndarray, limit: float, min_count: int) -> np.ndarray:
+    """``(N,)`` bool: the detection's tracklet (``ids (N,)``) has a median of ``values (N,)`` above
+    ``limit`` over at least ``min_count`` finite values (``tracklet_medians``)."""
     median, count = tracklet_medians(ids, values)
     return (count >= min_count) & (median > limit)
