@@ -22,7 +22,8 @@ from motionkit.distributed import BatchConfig, SacctNoticeOnce, _exit_reason, ru
 from motionkit.pipeline import PipelineConfig, run_fit
 from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 
-FAST = PipelineConfig(fit_iters=(10, 20, 10))
+# a short fit without the camera refinement's two refits: these tests are about the executors, not the fit
+FAST = PipelineConfig(fit_iters=(10, 20, 10), refine_cameras=False)
 
 
 @pytest.fixture(scope="module")
@@ -215,7 +216,8 @@ def test_killed_run_resumes_without_recomputing(six_takes, tmp_path):
     takes = uids[:4]  # three good takes and the bad one, from a --takes file
     (tmp_path / "takes.txt").write_text("\n".join(takes) + "\n")
     cmd = [sys.executable, "-m", "motionkit.cli", "batch", "--root", str(root), "--out", str(out), "--takes",
-           str(tmp_path / "takes.txt"), "--executor", "local", "--workers", "1", "--fit-iters", "10,20,10"]  # fmt: skip
+           str(tmp_path / "takes.txt"), "--executor", "local", "--workers", "1", "--fit-iters", "10,20,10",
+           "--no-refine-cameras"]  # fmt: skip
     env = dict(os.environ)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 300

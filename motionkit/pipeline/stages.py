@@ -30,6 +30,7 @@ from motionkit.body.fitting import (
 from motionkit.body.model import BodyModel
 from motionkit.body.objective import head_turn_residual
 from motionkit.body.quality import (
+    ObservationSupport,
     aria_held_gaps,
     dropped_views,
     eye_anchor_distance,
@@ -331,7 +332,6 @@ def stage_fit(ctx: StageContext) -> None:
     r = ctx.result
     job = prepare_fit(ctx)
     inp, bcfg, body = job.inputs, job.config, job.body
-    fps = ctx.config.fps
     device = torch.device(bcfg.device)
     kernels = "fused" if use_fused_kernels(bcfg.kernels, device) else "torch"
     out = ctx.info.pop("prefit", None)
@@ -344,26 +344,9 @@ def stage_fit(ctx: StageContext) -> None:
             bar.close()
     r.attrs["fit_device"] = str(device)  # provenance: where and on which operators the fit ran
     r.attrs["fit_kernels"] = kernels
-    trust = ctx.config.trust
-    support = observation_support(out.obs_weight, r["association/confidence"], trust)
-    n_views = support.n_views
+    verdict = judge_fit(r, out, inp, body, ctx.config)
+    out, valid, shift = verdict.out, verdict.valid, verdict.shift
     M = len(out.transl)
-    valid = valid_frames(n_views, fps, trust, support.n_seeing, positions=out.joints[:, 0])
-    cameras = _camera_arrays(out.camera_refinement, inp.T_cam_world)
-    centers = invert_transform(cameras["T_cam_world"])[:, :3, 3]  # (V, 3) the cameras the fit used
-    shift, distance = _world_shift(r, out, centers, valid, support.cameras, ctx.config)
-    out = dataclasses.replace(out, transl=out.transl + shift, joints=out.joints + shift)
-    cameras["T_cam_world"] = shifted_cameras(cameras["T_cam_world"], shift)
-    # the Aria knows where the head is: a fitted head far from it is not the wearer's body there
-    head = r["aria/position_at_sample"]  # (M, 3) at the samples' own times, as the fit models them
-    eye_anchor_m = eye_anchor_distance(out.joints, head, FACE_KEYPOINTS)  # (M,), NaN where unknown
-    rows = coco_rows(body)
-    landmarks = out.joints[:, rows]  # (M, 17, 3) the fitted COCO-17 landmarks, world metres
-    twisted = neck_twisted(landmarks, trust.max_neck_twist_deg)  # (M,) a head turned as no neck turns it
-    valid = valid & ~eyes_off_anchor(eye_anchor_m, trust.max_eye_anchor_m) & ~twisted
-    head_turn_m = head_turn_residual(out.joints, rows, r["aria/rotation_at_sample"])  # (M,) the face vs the Aria's turn
-    held = head_held_by_aria(eye_anchor_m, head_turn_m, trust) & ~twisted  # (M,) head where the Aria has it
-    valid = aria_held_gaps(valid, held, out.joints[:, 0], fps, trust)
     J = out.joints.copy()
     J[~valid] = np.nan
     nanv = np.where(valid[:, None], 1.0, np.nan)
@@ -377,15 +360,11 @@ def stage_fit(ctx: StageContext) -> None:
         },
         body_model=json.dumps(body.identity),
     )
+    rows = coco_rows(body)
     r.put("joints", {"coco17": J[:, rows], "smplx": J[:, :55]})
     r.arrays["time_s"] = r["grid/time_s"]
     r.arrays["valid"] = valid
-    face_off = eyes_off_anchor(eye_anchor_m, trust.max_face_anchor_m)  # a head turned wrong
-    pair_sine = view_pair_sine(support.views, landmarks, centers + shift, fps, trust)  # (M, 17)
-    trusted = joint_trusted(support.joint, valid, fps, trust, face_off, held, pair_sine)
-    swapped = np.where(weighted_views(out.obs_weight), swapped_pair_count(r["association/swap"]), 0)  # (M, V)
-    r.put("flags", quality_flags(out.joints, valid, n_views, fps, eye_anchor_m, out.reproj_px, trusted,
-                                 trust.max_eye_anchor_m, swapped, twisted))  # fmt: skip
+    r.put("flags", verdict.flags)
     views_dropped = int(dropped_views(inp.weights, out.obs_weight).sum())
     views_weighted = int(weighted_views(inp.weights).sum())
     seen = np.where(valid[:, None], out.reproj_px, np.nan)
@@ -396,15 +375,15 @@ def stage_fit(ctx: StageContext) -> None:
         "fit",
         {
             "obs_weight": out.obs_weight.astype(np.float32),
-            "joint_support": support.joint,
-            "joint_trusted": trusted,
-            "supporting_views": n_views.astype(np.int16),
-            "coco17_all": landmarks.astype(np.float32),
+            "joint_support": verdict.support.joint,
+            "joint_trusted": verdict.trusted,
+            "supporting_views": verdict.support.n_views.astype(np.int16),
+            "coco17_all": out.joints[:, rows].astype(np.float32),
             "landmark_offset_m": coco_landmark_offsets(body, out.kp_delta),
             "world_shift_m": shift,
-            **cameras,
+            **verdict.cameras,
         },
-        camera_distance_m=distance,
+        camera_distance_m=verdict.camera_distance_m,
         second_pass_px=bcfg.second_pass_px,
         second_pass_sigmas=bcfg.second_pass_sigmas,
         second_pass_dropped=int(out.n_dropped),
@@ -428,6 +407,57 @@ def stage_fit(ctx: StageContext) -> None:
         + f"world moved toward the Aria trajectory by {np.linalg.norm(shift) * 1000:.0f} mm; "
         + f"betas {np.round(out.betas[:3], 2).tolist()}..."
     )
+
+
+@dataclass
+class FitVerdict:
+    """What the fit stage concludes from a fit (docs/result_file.md, "Which frames and joints to trust"):
+    ``out`` the fit moved onto the Aria trajectory by ``shift (3,)`` (world metres), ``cameras`` the
+    cameras it used, moved with it (``fit/T_cam_world`` and the refinement's sizes),
+    ``camera_distance_m`` the median camera distance, ``support`` the views and joints its observations
+    support, ``valid (M,)`` the frames it stands for, ``trusted (M, 17)`` the COCO-17 landmarks it
+    trusts and ``flags`` the quality flags (name -> ``(M,)`` bool)."""
+
+    out: FitOutput
+    shift: np.ndarray
+    cameras: dict
+    camera_distance_m: float
+    support: ObservationSupport
+    valid: np.ndarray
+    trusted: np.ndarray
+    flags: dict
+
+
+def judge_fit(r: TakeResult, out: FitOutput, inp: FitInputs, body: BodyModel, config: PipelineConfig) -> FitVerdict:
+    """The validity, trust and flags of the take's fit ``out`` (made from ``inp``) under ``config.trust``,
+    with its world moved onto the Aria trajectory; reads the association and the Aria from ``r``. Neither
+    changes the fit: a fit may be judged again under other trust rules."""
+    fps, trust = config.fps, config.trust
+    support = observation_support(out.obs_weight, r["association/confidence"], trust)
+    n_views = support.n_views
+    valid = valid_frames(n_views, fps, trust, support.n_seeing, positions=out.joints[:, 0])
+    cameras = _camera_arrays(out.camera_refinement, inp.T_cam_world)
+    centers = invert_transform(cameras["T_cam_world"])[:, :3, 3]  # (V, 3) the cameras the fit used
+    shift, distance = _world_shift(r, out, centers, valid, support.cameras, config)
+    out = dataclasses.replace(out, transl=out.transl + shift, joints=out.joints + shift)
+    cameras["T_cam_world"] = shifted_cameras(cameras["T_cam_world"], shift)
+    # the Aria knows where the head is: a fitted head far from it is not the wearer's body there
+    head = r["aria/position_at_sample"]  # (M, 3) at the samples' own times, as the fit models them
+    eye_anchor_m = eye_anchor_distance(out.joints, head, FACE_KEYPOINTS)  # (M,), NaN where unknown
+    rows = coco_rows(body)
+    landmarks = out.joints[:, rows]  # (M, 17, 3) the fitted COCO-17 landmarks, world metres
+    twisted = neck_twisted(landmarks, trust.max_neck_twist_deg)  # (M,) a head turned as no neck turns it
+    valid = valid & ~eyes_off_anchor(eye_anchor_m, trust.max_eye_anchor_m) & ~twisted
+    head_turn_m = head_turn_residual(out.joints, rows, r["aria/rotation_at_sample"])  # (M,) the face vs the Aria's turn
+    held = head_held_by_aria(eye_anchor_m, head_turn_m, trust) & ~twisted  # (M,) head where the Aria has it
+    valid = aria_held_gaps(valid, held, out.joints[:, 0], fps, trust)
+    face_off = eyes_off_anchor(eye_anchor_m, trust.max_face_anchor_m)  # a head turned wrong
+    pair_sine = view_pair_sine(support.views, landmarks, centers + shift, fps, trust)  # (M, 17)
+    trusted = joint_trusted(support.joint, valid, fps, trust, face_off, held, pair_sine)
+    swapped = np.where(weighted_views(out.obs_weight), swapped_pair_count(r["association/swap"]), 0)  # (M, V)
+    flags = quality_flags(out.joints, valid, n_views, fps, eye_anchor_m, out.reproj_px, trusted,
+                          trust.max_eye_anchor_m, swapped, twisted)  # fmt: skip
+    return FitVerdict(out, shift, cameras, distance, support, valid, trusted, flags)
 
 
 def _world_shift(r: TakeResult, out: FitOutput, centers: np.ndarray, valid: np.ndarray, supporting: np.ndarray,

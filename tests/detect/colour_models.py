@@ -10,8 +10,10 @@ from motionkit.synthetic.video import MARKER_COLOURS, PERSON_COLOURS
 
 
 def _near(img: np.ndarray, bgr, tol: float) -> np.ndarray:
-    rgb = np.asarray(bgr[::-1], np.int16)
-    return (np.abs(img.astype(np.int16) - rgb) <= tol).all(-1)
+    """``(H, W)`` pixels of the RGB uint8 ``img`` within ``tol`` of the colour ``bgr`` in every channel."""
+    rgb = np.asarray(bgr[::-1], np.float64)
+    low, high = np.clip(np.ceil(rgb - tol), 0, 255), np.clip(np.floor(rgb + tol), 0, 255)
+    return cv2.inRange(np.ascontiguousarray(img), low, high) > 0
 
 
 class ColourPersonDetector:
@@ -52,11 +54,14 @@ class MarkerKeypoints:
             h, w = img.shape[:2]
             x0, y0, x1, y1 = box
             pad = 0.1 * max(x1 - x0, y1 - y0)
-            ys, xs = np.mgrid[0:h, 0:w]
-            inside = (xs >= x0 - pad) & (xs <= x1 + pad) & (ys >= y0 - pad) & (ys <= y1 + pad)
+            # the pixels within the padded box: a window of the crop
+            c0, r0 = max(int(np.ceil(x0 - pad)), 0), max(int(np.ceil(y0 - pad)), 0)
+            c1, r1 = min(int(np.floor(x1 + pad)), w - 1) + 1, min(int(np.floor(y1 + pad)), h - 1) + 1
+            window = img[r0:r1, c0:c1]
+            ys, xs = np.mgrid[r0:r1, c0:c1]
             kp, cf = np.full((17, 2), np.nan), np.zeros(17)
-            for j, c in enumerate(MARKER_COLOURS):
-                m = _near(img, c, self.tol) & inside
+            for j, c in enumerate(MARKER_COLOURS if window.size else ()):
+                m = _near(window, c, self.tol)
                 n, labels, stats, _ = cv2.connectedComponentsWithStats(m.astype(np.uint8), connectivity=8)
                 if n < 2:
                     continue
