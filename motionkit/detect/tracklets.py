@@ -10,6 +10,7 @@ limbs do not.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from motionkit.common.nanstats import nan_median
@@ -27,11 +28,10 @@ def keypoint_steps(kp_a: np.ndarray, conf_a: np.ndarray, height_a: np.ndarray, k
     return np.where(shared.sum(-1) >= min_shared, med / np.maximum(height_a, 1.0), np.inf)
 
 
-def _consecutive_pairs(frame_sorted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _consecutive_pairs(frame_sorted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair of positions ``(a, b)`` in ``frame_sorted (N,)`` (ascending) with
     ``frame_sorted[b] == frame_sorted[a] + 1``, grouped by the frame of ``b`` and ordered by ``a``, then
-    ``b``; ``(G + 1,)`` offsets of each frame group's pairs and ``(G + 1,)`` bounds of each group's
-    positions (G: the distinct frames)."""
+    ``b``, and the ``(G + 1,)`` offsets of each frame group's pairs (G: the distinct frames)."""
     frames, start, size = np.unique(frame_sorted, return_index=True, return_counts=True)
     has_prev = np.r_[False, frames[1:] == frames[:-1] + 1]  # (G,)
     n_pairs = np.where(has_prev, size * np.r_[0, size[:-1]], 0)
@@ -40,7 +40,7 @@ def _consecutive_pairs(frame_sorted: np.ndarray) -> tuple[np.ndarray, np.ndarray
     k = np.arange(offsets[-1]) - offsets[g]  # index of the pair within its group: i_a * size_b + i_b
     a = start[np.maximum(g - 1, 0)] + k // size[g]
     b = start[g] + k % size[g]
-    return a, b, offsets, np.r_[start, len(frame_sorted)]
+    return a, b, offsets
 
 
 def link_tracklets(frame: np.ndarray, keypoints: np.ndarray, conf: np.ndarray, height: np.ndarray,
@@ -52,27 +52,37 @@ def link_tracklets(frame: np.ndarray, keypoints: np.ndarray, conf: np.ndarray, h
     if not len(frame):
         return np.zeros(0, dtype=np.int64)
     order = np.argsort(frame, kind="stable")
-    a, b, offsets, bounds = _consecutive_pairs(frame[order])
+    a, b, offsets = _consecutive_pairs(frame[order])
     pa, pb = order[a], order[b]
     step = keypoint_steps(keypoints[pa], conf[pa], height[pa], keypoints[pb], conf[pb], conf_min)
-    ids = np.full(len(frame), -1, dtype=np.int64)
+    group = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))  # (P,) the frame group of each pair
+    tried = np.lexsort((step, group))  # frame by frame, closest pair first (stable: ties in pair order)
+    tried = tried[step[tried] <= max_step]
+    return _greedy_links(order, pa[tried], pb[tried])
+
+
+@numba.njit(cache=True)
+def _greedy_links(order: np.ndarray, prev: np.ndarray, cur: np.ndarray) -> np.ndarray:
+    """Tracklet ids ``(N,)`` from the candidate links ``prev[k] -> cur[k]`` (``(K,)`` detection indices,
+    tried in that order: a link is made when neither end is linked yet on its side) and ``order (N,)``, the
+    detections sorted by frame: a detection continues its linked predecessor's tracklet, or starts the
+    next id (the tests hold a frame-by-frame reference)."""
+    n = len(order)
+    parent = np.full(n, -1, np.int64)
+    prev_taken = np.zeros(n, np.bool_)
+    for k in range(len(prev)):
+        p, c = prev[k], cur[k]
+        if not prev_taken[p] and parent[c] < 0:
+            parent[c] = p
+            prev_taken[p] = True
+    ids = np.empty(n, np.int64)
     next_id = 0
-    for g, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
-        sl = slice(offsets[g], offsets[g + 1])
-        g_step, g_prev, g_cur = step[sl], pa[sl], pb[sl]
-        taken_prev, taken_cur = set(), set()
-        for k in np.argsort(g_step, kind="stable"):  # closest pair first (ties: by a, then b)
-            if g_step[k] > max_step:
-                break
-            p, c = g_prev[k], g_cur[k]
-            if p not in taken_prev and c not in taken_cur:
-                ids[c] = ids[p]
-                taken_prev.add(p)
-                taken_cur.add(c)
-        cur = order[lo:hi]
-        fresh = cur[ids[cur] < 0]
-        ids[fresh] = np.arange(next_id, next_id + len(fresh))
-        next_id += len(fresh)
+    for i in order:
+        if parent[i] < 0:
+            ids[i] = next_id
+            next_id += 1
+        else:
+            ids[i] = ids[parent[i]]
     return ids
 
 
