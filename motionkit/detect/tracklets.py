@@ -31,7 +31,7 @@ def keypoint_steps(kp_a: np.ndarray, conf_a: np.ndarray, height_a: np.ndarray, k
 def _consecutive_pairs(frame_sorted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair of positions ``(a, b)`` in ``frame_sorted (N,)`` (ascending) with
     ``frame_sorted[b] == frame_sorted[a] + 1``, grouped by the frame of ``b`` and ordered by ``a``, then
-    ``b``, and the ``(G + 1,)`` offsets of each frame group's pairs (G: the distinct frames)."""
+    ``b``, and each pair's frame group ``(P,)`` (the index of ``b``'s frame among the distinct ones)."""
     frames, start, size = np.unique(frame_sorted, return_index=True, return_counts=True)
     has_prev = np.r_[False, frames[1:] == frames[:-1] + 1]  # (G,)
     n_pairs = np.where(has_prev, size * np.r_[0, size[:-1]], 0)
@@ -40,7 +40,7 @@ def _consecutive_pairs(frame_sorted: np.ndarray) -> tuple[np.ndarray, np.ndarray
     k = np.arange(offsets[-1]) - offsets[g]  # index of the pair within its group: i_a * size_b + i_b
     a = start[np.maximum(g - 1, 0)] + k // size[g]
     b = start[g] + k % size[g]
-    return a, b, offsets
+    return a, b, g
 
 
 def link_tracklets(frame: np.ndarray, keypoints: np.ndarray, conf: np.ndarray, height: np.ndarray,
@@ -52,10 +52,9 @@ def link_tracklets(frame: np.ndarray, keypoints: np.ndarray, conf: np.ndarray, h
     if not len(frame):
         return np.zeros(0, dtype=np.int64)
     order = np.argsort(frame, kind="stable")
-    a, b, offsets = _consecutive_pairs(frame[order])
+    a, b, group = _consecutive_pairs(frame[order])
     pa, pb = order[a], order[b]
     step = keypoint_steps(keypoints[pa], conf[pa], height[pa], keypoints[pb], conf[pb], conf_min)
-    group = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))  # (P,) the frame group of each pair
     tried = np.lexsort((step, group))  # frame by frame, closest pair first (stable: ties in pair order)
     tried = tried[step[tried] <= max_step]
     return _greedy_links(order, pa[tried], pb[tried])
