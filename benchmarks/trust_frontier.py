@@ -1,0 +1,179 @@
+"""How far a per-joint trust rule built from the fit's own signals could go: the frontier that a learned
+classifier reaches on the stored fits of ``bench_scenarios.py``.
+
+The per-joint trust of a result file (``fit/joint_trusted``) counts supporting views and their angle.
+This script asks whether the rest of what a fit knows about a joint would separate the trusted joints
+more than 50 mm from the truth from the others. For every trusted body landmark (shoulders to ankles) of
+every take, it takes these signals from the result file:
+
+- the landmark (which joint), its supporting views in the frame, their ``steady_support`` and their mean
+  over 0.55 s, the widest angle between two of them (``view_pair_sine``);
+- the supporting views' reprojection residuals (mean and largest), in heights of the person's box;
+- the detector's confidence of those observations (lowest, mean) and their summed final weights;
+- the fitted landmark's speed and acceleration, the frame's supporting views and median reprojection
+  error;
+- the distance between the fitted landmark and its triangulated point (none: -1).
+
+A gradient-boosted classifier (scikit-learn, not a motionkit dependency: ``pip install scikit-learn``)
+learns, on the ``--train`` seeds, which trusted joints are more than 50 mm off. On the other seeds, for
+each threshold on its probability, the script untrusts the joints above it and prints per scenario
+the worst seed's joint false trust, the range of joint missed failures and the lowest joint coverage
+(``synth-report``'s definitions). A rule that uses only these signals, however it combines them, is
+unlikely to do better than this frontier on the same seeds.
+
+Usage: ``python benchmarks/trust_frontier.py DIR [--train 31,41,51]``, after ``python
+benchmarks/bench_scenarios.py DIR/r<seed> --seed <seed>`` for the training seeds and at least one
+other (``DIR/r<seed>/<scenario>/fits``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from pathlib import Path
+
+import numpy as np
+from scipy.ndimage import uniform_filter1d
+
+from motionkit.body.quality import TrustConfig, observation_support, steady_support, view_pair_sine
+from motionkit.conventions import COCO17_BODY
+from motionkit.data.store import read_result
+from motionkit.eval.synthetic_report import JOINT_FAIL_MM, read_gt, truth_at_samples
+from motionkit.geometry.camera import Camera, CameraRig
+from motionkit.geometry.rotations import invert_transform
+
+BODY = np.array(COCO17_BODY)
+SIGNALS = ("landmark", "support", "steady_support", "support_0.55s", "pair_sine", "residual_mean", "residual_max",
+           "confidence_min", "confidence_mean", "weight_sum", "speed", "acceleration", "frame_views",
+           "frame_reprojection_px", "triangulated_mm")  # fmt: skip
+THRESHOLDS = (0.3, 0.2, 0.15, 0.1, 0.05, 0.03)
+
+
+def joint_signals(res, cfg: TrustConfig) -> np.ndarray:
+    """``(M, 17, len(SIGNALS))`` float32: each landmark's signals (``SIGNALS``) in result ``res``, from the
+    arrays its fit stage wrote (the same support ``judge_fit`` computes under ``cfg``)."""
+    fps = res.fps
+    fit = res["fit/coco17_all"].astype(np.float64)  # (M, 17, 3) world metres
+    M = len(fit)
+    sup = observation_support(res["fit/obs_weight"], res["association/confidence"], cfg)
+    T_world_cam = invert_transform(res["fit/T_cam_world"])
+    rig = CameraRig([Camera(f"view{v}", int(size[0]), int(size[1]), params, T)
+                     for v, (size, params, T) in enumerate(zip(res["cameras/size"], res["cameras/params"],
+                                                                T_world_cam, strict=True))])  # fmt: skip
+    box = res["association/box"]
+    height_px = np.maximum(np.abs(box[..., 3] - box[..., 1]), 1.0)  # (M, V)
+    residual = np.linalg.norm(rig.project(fit) - res["association/keypoints"], axis=-1) / height_px[..., None]
+    residual = np.where(sup.views, residual, np.nan)  # (M, V, 17) of the supporting observations
+    confidence = np.where(sup.views, res["association/confidence"], np.nan)
+    velocity = np.gradient(fit, axis=0) * fps
+    acceleration = np.gradient(velocity, axis=0) * fps
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: no supporting view
+        columns = [
+            np.broadcast_to(np.arange(17), (M, 17)),
+            sup.joint,
+            steady_support(sup.joint, fps, cfg),
+            uniform_filter1d(sup.joint.astype(np.float64), 11, axis=0, mode="nearest"),
+            view_pair_sine(sup.views, fit, T_world_cam[:, :3, 3], fps, cfg),
+            np.nanmean(residual, 1),
+            np.nanmax(residual, 1),
+            np.nanmin(confidence, 1),
+            np.nanmean(confidence, 1),
+            np.where(sup.views, res["fit/obs_weight"], 0).sum(1),
+            np.linalg.norm(velocity, axis=-1),
+            np.linalg.norm(acceleration, axis=-1),
+            np.broadcast_to(sup.n_views[:, None], (M, 17)),
+            np.broadcast_to(np.nanmedian(res["reprojection/px"], 1)[:, None], (M, 17)),
+            np.linalg.norm(res["triangulation/points"] - fit, axis=-1) * 1000.0,
+        ]
+    return np.nan_to_num(np.stack(columns, -1), nan=-1.0).astype(np.float32)
+
+
+def load_take(root: Path, result: Path, cfg: TrustConfig) -> dict:
+    """One take's signals, trust, joint errors (mm) and the joints two cameras see unoccluded (gt)."""
+    res = read_result(result)
+    gt = read_gt(root, result.stem)
+    fit = res["fit/coco17_all"].astype(np.float64)
+    error_mm = np.linalg.norm(fit - truth_at_samples(gt["landmarks"], res["grid/frame_pos"]), axis=-1) * 1000.0
+    return {
+        "signals": joint_signals(res, cfg),
+        "trusted": res["fit/joint_trusted"].astype(bool),
+        "wrong": np.nan_to_num(error_mm, nan=0.0) > JOINT_FAIL_MM,
+        "seen": gt["landmark_views"][res["grid/frame_index"]] >= 2,
+    }
+
+
+def training_rows(takes: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """The trusted body landmarks' signals ``(N, len(SIGNALS))`` and whether each is wrong ``(N,)``."""
+    x = [t["signals"][:, BODY][t["trusted"][:, BODY]] for t in takes]
+    y = [t["wrong"][:, BODY][t["trusted"][:, BODY]] for t in takes]
+    return np.concatenate(x), np.concatenate(y)
+
+
+def shares(takes: list[dict], untrust) -> tuple[float, float, float]:
+    """(joint false trust, joint missed failures, joint coverage) in % of ``takes`` pooled, with the body
+    landmarks that ``untrust(signals (..., S)) -> (...) bool`` picks no longer trusted; NaN where a
+    share's denominator is empty."""
+    n = np.zeros(5)
+    for t in takes:
+        trusted = t["trusted"].copy()
+        trusted[:, BODY] &= ~untrust(t["signals"][:, BODY])
+        wrong, seen = t["wrong"], t["seen"]
+        n += [(trusted & wrong).sum(), trusted.sum(), wrong.sum(), (trusted & seen).sum(), seen.sum()]
+    with np.errstate(invalid="ignore"):
+        return 100 * n[0] / n[1], 100 * n[0] / n[2], 100 * n[3] / n[4]
+
+
+def main() -> None:
+    try:
+        from sklearn.ensemble import HistGradientBoostingClassifier
+        from sklearn.metrics import roc_auc_score
+    except ImportError:
+        raise SystemExit("trust_frontier.py needs scikit-learn (pip install scikit-learn)") from None
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dir", type=Path)
+    ap.add_argument("--train", default="31,41,51", help="seeds to learn on; the others are scored")
+    args = ap.parse_args()
+    cfg = TrustConfig()
+    train_seeds = {f"r{s}" for s in args.train.split(",")}
+    takes: dict[tuple[str, str], list[dict]] = {}
+    for fits in sorted(args.dir.glob("r*/*/fits")):
+        root = fits.parent
+        takes[(root.parent.name, root.name)] = [load_take(root, f, cfg) for f in sorted(fits.glob("*.h5"))]
+    train = [t for (seed, _), ts in takes.items() if seed in train_seeds for t in ts]
+    test = {k: ts for k, ts in takes.items() if k[0] not in train_seeds}
+    if not train or not test:
+        raise SystemExit(f"need fitted seeds both in and out of --train under {args.dir}")
+    x, y = training_rows(train)
+    model = HistGradientBoostingClassifier(max_iter=200, learning_rate=0.05, categorical_features=[0],
+                                           random_state=0).fit(x, y)  # fmt: skip
+
+    def above(threshold: float):
+        def untrust(signals: np.ndarray) -> np.ndarray:
+            flat = signals.reshape(-1, signals.shape[-1])
+            return model.predict_proba(flat)[:, 1].reshape(signals.shape[:-1]) > threshold
+
+        return untrust
+
+    xt, yt = training_rows([t for ts in test.values() for t in ts])
+    print(f"trained on {len(y)} trusted body landmarks of seeds {sorted(train_seeds)} ({y.mean():.1%} wrong); "
+          f"AUC on the other seeds {roc_auc_score(yt, model.predict_proba(xt)[:, 1]):.3f}")  # fmt: skip
+    scenarios = sorted({scenario for _, scenario in test})
+    print("\n| rule | " + " | ".join(scenarios) + " |\n|---|" + "---|" * len(scenarios))
+    rules = [("as fitted", lambda s: np.zeros(s.shape[:-1], dtype=bool))]
+    rules += [(f"p > {t:g}", above(t)) for t in THRESHOLDS]
+    for name, untrust in rules:
+        cells = []
+        for scenario in scenarios:
+            per_seed = np.array([shares(ts, untrust) for (_, sc), ts in test.items() if sc == scenario])
+            missed = per_seed[np.isfinite(per_seed[:, 1]), 1]  # seeds with a wrong joint
+            missed_range = f"{missed.min():.0f}-{missed.max():.0f}" if len(missed) else "-"
+            cells.append(f"{np.nanmax(per_seed[:, 0]):.1f} / {missed_range} / {np.nanmin(per_seed[:, 2]):.1f}")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print(
+        "\ncells: worst seed's joint false trust / joint missed failures (range over seeds) / lowest joint coverage, %"
+    )
+
+
+if __name__ == "__main__":
+    main()
