@@ -32,8 +32,8 @@ import numpy as np
 from motionkit.common.nanstats import nan_lower_median
 from motionkit.conventions import COCO17_FACE
 from motionkit.data.observations import Observations
+from motionkit.detect.tracking import TRACK_CODES, track_camera
 from motionkit.detect.tracklets import tracklets_beyond
-from motionkit.geometry.boxes import box_iou
 from motionkit.geometry.camera import CameraRig
 
 # Where a head's COCO face keypoints (nose, left eye, right eye, left ear, right ear) sit in its CPF frame
@@ -283,13 +283,13 @@ def _new_outputs(F: int, V: int, tau_max: float) -> dict[str, np.ndarray]:
     }
 
 
-def _select(out: dict, f: int, v: int, row: int, obs: Observations) -> None:
-    """Select observation ``row`` at (frame ``f``, view ``v``)."""
-    out["box"][f, v] = obs.box[row]
-    out["score"][f, v] = obs.score[row]
-    out["keypoints"][f, v] = obs.keypoints[row]
-    out["confidence"][f, v] = obs.keypoint_conf[row]
-    out["det_index"][f, v] = row
+def _select(out: dict, frames: np.ndarray, v: int, rows: np.ndarray, obs: Observations) -> None:
+    """Select observations ``rows (n,)`` at ``frames (n,)`` of view ``v``."""
+    out["box"][frames, v] = obs.box[rows]
+    out["score"][frames, v] = obs.score[rows]
+    out["keypoints"][frames, v] = obs.keypoints[rows]
+    out["confidence"][frames, v] = obs.keypoint_conf[rows]
+    out["det_index"][frames, v] = rows
 
 
 def _other_tracklets(c: _Candidates, sel_v: np.ndarray, tau: float, obs: Observations,
@@ -309,82 +309,38 @@ def _other_tracklets(c: _Candidates, sel_v: np.ndarray, tau: float, obs: Observa
 def _track_camera(v: int, c: _Candidates, rejected: np.ndarray, obs: Observations, a_valid: np.ndarray,
                   anchor_ok: np.ndarray, anchor_reason: np.ndarray, cfg: AssociationConfig,
                   out: dict) -> None:  # fmt: skip
-    """Pass 2 of view ``v``, in time order: track the selected box by IoU, re-detect the nearest head
-    within ``tau`` when the track drifts or is lost, rescue a hidden face by the feet (``GROUND_MATCH``),
-    carry the track blind for a few frames without an anchor; writes ``out`` (``_new_outputs``)."""
-    F = c.first.shape[1] - 1
-    t = out["tau_px"][v]
-    reason, flags = out["reason"], out["flags"]
-    state = None  # previous selected box
-    blind = 0
-    for f in range(F):
-        lo, hi = c.first[v, f], c.first[v, f + 1]
-        out["n_person_dets"][f, v] = hi - lo
-        cand = np.arange(lo, hi)
-        if not a_valid[f, v]:
-            chosen = None
-            if state is not None and blind < cfg.max_blind_frames and len(cand):
-                ious = box_iou(state, obs.box[c.rows[cand]])
-                k = int(np.argmax(ious))
-                if ious[k] >= cfg.iou_track and not rejected[cand[k]]:
-                    chosen = cand[k]
-            if chosen is None:
-                state = None
-                reason[f, v] = anchor_reason[f] if not anchor_ok[f] else "ANCHOR_OUT_OF_VIEW"
-                continue
-            blind += 1
-            _select(out, f, v, c.rows[chosen], obs)
-            reason[f, v] = "TRACKED_BLIND"
-            out["assoc_conf"][f, v] = 0.5 * float(obs.score[c.rows[chosen]])
-            state = obs.box[c.rows[chosen]].copy()
-            continue
-        blind = 0
-        if not len(cand):
-            reason[f, v] = "NO_DETECTIONS"
-            state = None
-            continue
-        dc = c.delta[cand]
-        okc = rejected[cand] == 0
-        flags[f, v] |= np.bitwise_or.reduce(rejected[cand])
-        chosen = None
-        why = "REDETECT"
-        if state is not None:
-            ious = box_iou(state, obs.box[c.rows[cand]])
-            k = int(np.argmax(np.where(okc, ious, -1.0)))
-            if okc[k] and ious[k] >= cfg.iou_track:
-                # the track is a tie-breaker, not a veto: a bystander who overlapped the wearer's box
-                # must not keep the selection while the wearer's head is much nearer the anchor
-                nearest = np.min(np.where(okc, dc, np.inf), initial=np.inf)
-                if dc[k] <= t and not cfg.track_switch_ratio * nearest < dc[k]:
-                    chosen, why = cand[k], "TRACKED"
-                else:
-                    why = "DRIFT_REDETECT"
-        if chosen is None:
-            dd = np.where(okc, dc, np.inf)
-            k = int(np.argmin(dd))
-            if dd[k] <= t:
-                chosen = cand[k]
-            else:
-                # the head can seem far off when the face is hidden; feet right below the anchor
-                # (and no other such candidate) identify the wearer all the same
-                gm = okc & (c.foot_off[cand] <= cfg.ground_match_m) & (dc <= cfg.tau_max_px)
-                if gm.sum() == 1:
-                    chosen, why = cand[int(np.argmax(gm))], "GROUND_MATCH"
-                else:
-                    reason[f, v] = "NO_DET_NEAR_ANCHOR"
-                    state = None
-                    continue
-        _select(out, f, v, c.rows[chosen], obs)
-        reason[f, v] = why
-        d = float(c.delta[chosen])
-        out["head_to_anchor_px"][f, v] = d
-        conf = float(obs.score[c.rows[chosen]]) * float(np.clip(1 - d / t, 0, 1) if why != "GROUND_MATCH" else 0.25)
-        others = np.sort(np.where(okc & (cand != chosen), dc, np.inf))
-        if len(others) and others[0] <= t and others[0] < cfg.ambiguity_ratio * max(d, 1e-9):
-            flags[f, v] |= FLAG_AMBIGUOUS
-            conf *= 0.5
-        out["assoc_conf"][f, v] = conf
-        state = obs.box[c.rows[chosen]].copy()
+    """Pass 2 of view ``v``, in time order (``tracking.track_camera``): track the selected box by IoU,
+    re-detect the nearest head within ``tau`` when the track drifts or is lost, rescue a hidden face by
+    the feet (``GROUND_MATCH``), carry the track blind for a few frames without an anchor; writes
+    ``out`` (``_new_outputs``)."""
+    lo, hi = c.first[v, 0], c.first[v, -1]  # the camera's candidates
+    rows = c.rows[lo:hi]
+    chosen, code, conf, head_px, flags, n_dets = track_camera(
+        c.first[v] - lo,
+        a_valid[:, v],
+        obs.box[rows].astype(np.float64),
+        rejected[lo:hi],
+        c.delta[lo:hi],
+        c.foot_off[lo:hi],
+        obs.score[rows].astype(np.float64),
+        float(out["tau_px"][v]),
+        cfg.max_blind_frames,
+        cfg.iou_track,
+        cfg.track_switch_ratio,
+        cfg.ground_match_m,
+        cfg.tau_max_px,
+        cfg.ambiguity_ratio,
+        FLAG_AMBIGUOUS,
+    )
+    picked = np.flatnonzero(chosen >= 0)
+    _select(out, picked, v, rows[chosen[picked]], obs)
+    reason = np.asarray(TRACK_CODES, dtype=object)[code]
+    out["reason"][:, v] = np.where(code == TRACK_CODES.index("ANCHOR"),
+                                   np.where(anchor_ok, "ANCHOR_OUT_OF_VIEW", anchor_reason), reason)  # fmt: skip
+    out["assoc_conf"][:, v] = conf
+    out["head_to_anchor_px"][:, v] = head_px
+    out["flags"][:, v] |= flags
+    out["n_person_dets"][:, v] = n_dets
 
 
 def select_wearer(
