@@ -39,6 +39,7 @@ from motionkit.data.observations import Observations
 from motionkit.detect.association import Association, clear_rows, editable_arrays, observation_cells, put_rows
 from motionkit.detect.tracklets import link_tracklets, medians_beyond
 from motionkit.geometry.camera import CameraRig
+from motionkit.geometry.points import finite_points, point_distance
 from motionkit.geometry.triangulation import triangulate
 
 CROSS_VIEW = "CROSS_VIEW"
@@ -89,9 +90,11 @@ def match_errors(keypoints: np.ndarray, conf: np.ndarray, projected: np.ndarray,
         warnings.simplefilter("ignore", RuntimeWarning)
         height = np.max(np.nanmax(pts, 1) - np.nanmin(pts, 1), -1)  # (N,)
     dist, usable = [], []
+    target = np.nan_to_num(projected)
     for kp, c in ((keypoints, conf), (keypoints[:, COCO17_FLIP], conf[:, COCO17_FLIP])):
-        use = known & (c >= cfg.conf_min) & np.isfinite(kp).all(-1)
-        dist.append(np.where(use, np.linalg.norm(np.nan_to_num(kp) - np.nan_to_num(projected), axis=-1), np.nan))
+        use = known & (c >= cfg.conf_min) & finite_points(kp)
+        with np.errstate(invalid="ignore"):
+            dist.append(np.where(use, point_distance(kp, target), np.nan))
         usable.append(use)
     with warnings.catch_warnings():  # a pair with nothing usable: all-NaN mean
         warnings.simplefilter("ignore", RuntimeWarning)

@@ -6,8 +6,8 @@ selection (IoU) is kept while its head stays within ``tau`` of the anchor and no
 ``switch_ratio`` times nearer; otherwise the candidate whose head is nearest the anchor within ``tau``,
 or the one candidate whose feet lie right below it (a hidden face). Where the anchor is not in view,
 the track is carried by IoU alone for up to ``max_blind`` frames. Candidates with a rejection flag are
-never taken (but for a blind frame's track, which checks only the box it overlaps most). The outcome
-of each frame is one of ``TRACK_CODES``.
+never taken; a blind frame considers only the box that overlaps the track most. The outcome of each
+frame is one of ``TRACK_CODES``.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import numba
 import numpy as np
 
 from motionkit.common.nanstats import nan_median
+from motionkit.geometry.points import finite_points, point_distance
 
 
 def keypoint_steps(kp_a: np.ndarray, conf_a: np.ndarray, height_a: np.ndarray, kp_b: np.ndarray,
@@ -22,8 +23,9 @@ def keypoint_steps(kp_a: np.ndarray, conf_a: np.ndarray, height_a: np.ndarray, k
     distance over the keypoints both detect with ``conf_min`` or more (``kp (P, 17, 2)`` pixels,
     ``conf (P, 17)``) divided by ``height_a (P,)`` (the earlier box's height, px); inf with fewer than
     ``min_shared``."""
-    shared = (conf_a >= conf_min) & (conf_b >= conf_min) & np.isfinite(kp_a).all(-1) & np.isfinite(kp_b).all(-1)
-    d = np.linalg.norm(np.nan_to_num(kp_a) - np.nan_to_num(kp_b), axis=-1)  # (P, 17)
+    shared = (conf_a >= conf_min) & (conf_b >= conf_min) & finite_points(kp_a) & finite_points(kp_b)
+    with np.errstate(invalid="ignore"):
+        d = point_distance(kp_a, kp_b)  # (P, 17), NaN where not shared
     med = nan_median(np.where(shared, d, np.nan))  # NaN for pairs with nothing shared, replaced below
     return np.where(shared.sum(-1) >= min_shared, med / np.maximum(height_a, 1.0), np.inf)
 
