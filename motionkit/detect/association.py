@@ -401,9 +401,15 @@ def select_wearer(
 def observation_cells(frame_index: np.ndarray, obs: Observations, rig: CameraRig) -> tuple[np.ndarray, np.ndarray]:
     """``(N,)`` each observation row's position in ``frame_index`` (the association's frames) and its
     view in ``rig``; -1 where the frame is not processed or the camera is not in the rig."""
-    pos = {int(f): i for i, f in enumerate(frame_index)}
+    frame_index = np.asarray(frame_index)
+    fi = np.full(len(obs.frame_index), -1, dtype=np.int64)
+    if len(frame_index):
+        order = np.argsort(frame_index, kind="stable")
+        ranked = frame_index[order]
+        k = np.maximum(np.searchsorted(ranked, obs.frame_index, side="right") - 1, 0)  # a repeated frame: its last
+        found = ranked[k] == obs.frame_index
+        fi[found] = order[k[found]]
     view_of_cam = np.array([rig.names.index(n) if n in rig.names else -1 for n in obs.camera_names])
-    fi = np.array([pos.get(int(f), -1) for f in obs.frame_index], dtype=np.int64)
     vi = view_of_cam[obs.camera] if len(obs.camera) else np.zeros(0, np.int64)
     return fi, vi
 

@@ -1,4 +1,5 @@
 import json
+from types import SimpleNamespace
 
 # The clean preset: these selection-rate floors were measured on the clean world; the realistic one is
 # scored by tests/synthetic/test_realism.py and the fitting tests.
@@ -16,6 +17,7 @@ from motionkit.detect.association import (
     AssociationConfig,
     head_distances,
     lean_reach,
+    observation_cells,
     project_face,
     select_wearer,
 )
@@ -230,3 +232,19 @@ def test_a_tracklet_that_is_mostly_away_from_the_anchor_is_someone_else(basketba
     right, wrong = _wearer_and_others(basketball_pair, AssociationConfig())
     assert wrong <= 0.5 * wrong_off, (wrong_off, wrong)
     assert right >= 0.99 * right_off, (right_off, right)
+
+
+def test_observation_cells_match_a_lookup_table():
+    """Each observation row's position among the processed frames (the last of a repeated frame, -1 for
+    a frame not processed) and its view (-1 for a camera the rig lacks), as a dictionary lookup gives
+    them; frames unsorted, repeated and missing, and no frame at all."""
+    rng = np.random.default_rng(5)
+    obs = SimpleNamespace(frame_index=rng.integers(0, 120, 5000), camera=rng.integers(0, 3, 5000),
+                          camera_names=["cam01", "cam02", "cam03"])  # fmt: skip
+    rig = SimpleNamespace(names=["cam03", "cam01"])
+    for frames in (rng.permutation(np.r_[rng.choice(100, 60, replace=False), [7, 7, 50]]), np.arange(0), np.arange(3)):
+        pos = {int(f): i for i, f in enumerate(frames)}
+        fi, vi = observation_cells(frames, obs, rig)
+        np.testing.assert_array_equal(fi, [pos.get(int(f), -1) for f in obs.frame_index])
+        np.testing.assert_array_equal(vi, np.array([1, -1, 0])[obs.camera])
+    assert (fi >= 0).any() and (fi < 0).any()
