@@ -1,5 +1,6 @@
-"""How far a per-joint trust rule built from the fit's own signals could go: the frontier that a learned
-classifier reaches on the stored fits of ``bench_scenarios.py``.
+"""How far a per-joint trust rule built from the fit's own signals could go.
+
+The frontier that a learned classifier reaches on the stored fits of ``bench_scenarios.py``.
 
 The per-joint trust of a result file (``fit/joint_trusted``) counts supporting views and their angle.
 This script asks whether the rest of what a fit knows about a joint would separate the trusted joints
@@ -125,15 +126,15 @@ def shares(takes: list[dict], untrust) -> tuple[float, float, float]:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dir", type=Path)
+    ap.add_argument("--train", default="31,41,51", help="seeds to learn on; the others are scored")
+    args = ap.parse_args()
     try:
         from sklearn.ensemble import HistGradientBoostingClassifier
         from sklearn.metrics import roc_auc_score
     except ImportError:
         raise SystemExit("trust_frontier.py needs scikit-learn (pip install scikit-learn)") from None
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("dir", type=Path)
-    ap.add_argument("--train", default="31,41,51", help="seeds to learn on; the others are scored")
-    args = ap.parse_args()
     cfg = TrustConfig()
     train_seeds = {f"r{s}" for s in args.train.split(",")}
     takes: dict[tuple[str, str], list[dict]] = {}
