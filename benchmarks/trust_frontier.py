@@ -39,7 +39,7 @@ from scipy.ndimage import uniform_filter1d
 from motionkit.body.quality import TrustConfig, observation_support, steady_support, view_pair_sine
 from motionkit.conventions import COCO17_BODY
 from motionkit.data.store import read_result
-from motionkit.eval.synthetic_report import JOINT_FAIL_MM, read_gt, truth_at_samples
+from motionkit.eval.synthetic_report import failures, joint_counts, read_gt, truth_at_samples
 from motionkit.geometry.camera import Camera, CameraRig
 from motionkit.geometry.rotations import invert_transform
 
@@ -94,12 +94,11 @@ def load_take(root: Path, result: Path, cfg: TrustConfig) -> dict:
     """One take's signals, trust, joint errors (mm) and the joints two cameras see unoccluded (gt)."""
     res = read_result(result)
     gt = read_gt(root, result.stem)
-    fit = res["fit/coco17_all"].astype(np.float64)
-    error_mm = np.linalg.norm(fit - truth_at_samples(gt["landmarks"], res["grid/frame_pos"]), axis=-1) * 1000.0
+    truth = truth_at_samples(gt["landmarks"], res["grid/frame_pos"])
     return {
         "signals": joint_signals(res, cfg),
         "trusted": res["fit/joint_trusted"].astype(bool),
-        "wrong": np.nan_to_num(error_mm, nan=0.0) > JOINT_FAIL_MM,
+        "wrong": failures(res["fit/coco17_all"].astype(np.float64), truth)[2],  # joints over 50 mm off
         "seen": gt["landmark_views"][res["grid/frame_index"]] >= 2,
     }
 
@@ -115,14 +114,13 @@ def shares(takes: list[dict], untrust) -> tuple[float, float, float]:
     """(joint false trust, joint missed failures, joint coverage) in % of ``takes`` pooled, with the body
     landmarks that ``untrust(signals (..., S)) -> (...) bool`` picks no longer trusted; NaN where a
     share's denominator is empty."""
-    n = np.zeros(5)
+    n = np.zeros((3, 2))
     for t in takes:
         trusted = t["trusted"].copy()
         trusted[:, BODY] &= ~untrust(t["signals"][:, BODY])
-        wrong, seen = t["wrong"], t["seen"]
-        n += [(trusted & wrong).sum(), trusted.sum(), wrong.sum(), (trusted & seen).sum(), seen.sum()]
-    with np.errstate(invalid="ignore"):
-        return 100 * n[0] / n[1], 100 * n[0] / n[2], 100 * n[3] / n[4]
+        n += np.array(list(joint_counts(trusted, t["wrong"], t["seen"]).values()))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return tuple(100 * n[:, 0] / n[:, 1])
 
 
 def main() -> None:

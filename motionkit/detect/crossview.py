@@ -93,8 +93,7 @@ def match_errors(keypoints: np.ndarray, conf: np.ndarray, projected: np.ndarray,
     target = np.nan_to_num(projected)
     for kp, c in ((keypoints, conf), (keypoints[:, COCO17_FLIP], conf[:, COCO17_FLIP])):
         use = known & (c >= cfg.conf_min) & finite_points(kp)
-        with np.errstate(invalid="ignore"):
-            dist.append(np.where(use, point_distance(kp, target), np.nan))
+        dist.append(np.where(use, point_distance(kp, target), np.nan))
         usable.append(use)
     with warnings.catch_warnings():  # a pair with nothing usable: all-NaN mean
         warnings.simplefilter("ignore", RuntimeWarning)

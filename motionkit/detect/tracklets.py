@@ -24,8 +24,7 @@ def keypoint_steps(kp_a: np.ndarray, conf_a: np.ndarray, height_a: np.ndarray, k
     ``conf (P, 17)``) divided by ``height_a (P,)`` (the earlier box's height, px); inf with fewer than
     ``min_shared``."""
     shared = (conf_a >= conf_min) & (conf_b >= conf_min) & finite_points(kp_a) & finite_points(kp_b)
-    with np.errstate(invalid="ignore"):
-        d = point_distance(kp_a, kp_b)  # (P, 17), NaN where not shared
+    d = point_distance(kp_a, kp_b)  # (P, 17), NaN where not shared
     med = nan_median(np.where(shared, d, np.nan))  # NaN for pairs with nothing shared, replaced below
     return np.where(shared.sum(-1) >= min_shared, med / np.maximum(height_a, 1.0), np.inf)
 

@@ -242,7 +242,7 @@ def trust_checks(res, truth: np.ndarray, fittable_views: np.ndarray, landmark_vi
         "missed_failures": ((fail & valid & ~flagged).sum(), fail.sum()),
         "coverage_fittable": ((valid & fittable).sum(), fittable.sum()),
         "coverage_video_time": (cov.sum(), len(cov)),
-        **_joint_counts(trusted, jfail, seen),
+        **joint_counts(trusted, jfail, seen),
         "unfittable_share": ((~fittable).sum(), len(fittable)),
         "occluded_share": ((~seen).sum(), seen.size),
     }
@@ -251,14 +251,14 @@ def trust_checks(res, truth: np.ndarray, fittable_views: np.ndarray, landmark_vi
         counts["joint_coverage_detected"] = ((trusted & shown).sum(), shown.sum())
     out = _shares(counts, "trust_counts")
     for part, idx in COCO17_PARTS.items():  # the joint shares per body part: counts only, pooled over takes
-        part_counts = _joint_counts(trusted[:, idx], jfail[:, idx], seen[:, idx])
+        part_counts = joint_counts(trusted[:, idx], jfail[:, idx], seen[:, idx])
         out["trust_counts"] |= {f"{k}:{part}": [int(n), int(d)] for k, (n, d) in part_counts.items()}
     out["valid_unfittable_failures"] = int((valid & ~fittable & fail).sum())
     out["valid_pa_mpjpe_mm"] = float(np.nanmean(err[valid])) if valid.any() else None
     return out
 
 
-def _joint_counts(trusted: np.ndarray, wrong: np.ndarray, seen: np.ndarray) -> dict[str, tuple[int, int]]:
+def joint_counts(trusted: np.ndarray, wrong: np.ndarray, seen: np.ndarray) -> dict[str, tuple[int, int]]:
     """``(count, of)`` of the joint shares of ``trust_checks`` from ``(..., J)`` bool arrays: trusted
     joints, joints over ``JOINT_FAIL_MM`` off, joints that >= 2 cameras see unoccluded."""
     return {

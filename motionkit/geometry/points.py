@@ -15,6 +15,7 @@ def finite_points(points: np.ndarray) -> np.ndarray:
 def point_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``(...)`` Euclidean distance between ``a (..., 2)`` and ``b (..., 2)`` (broadcast), equal to
     ``np.linalg.norm(a - b, axis=-1)``; NaN where a coordinate is NaN."""
-    diff = np.subtract(a, b)
-    dx, dy = diff[..., 0], diff[..., 1]
-    return np.sqrt(dx * dx + dy * dy)
+    with np.errstate(invalid="ignore"):  # inf - inf: NaN, as numpy's norm gives it
+        diff = np.subtract(a, b)
+        dx, dy = diff[..., 0], diff[..., 1]
+        return np.sqrt(dx * dx + dy * dy)
