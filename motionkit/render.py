@@ -10,6 +10,7 @@ written on it. Invalid samples show the frame without a body. ``--camera all`` t
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from motionkit.body.mesh import PosedMesh
 from motionkit.body.model_file import load_model_file
 from motionkit.common.errors import DataError
 from motionkit.data.egoexo4d import EgoExoDataset, Take
-from motionkit.data.fitted_body import fitted_body, fitted_rig, fitted_valid
+from motionkit.data.fitted_body import fit_model_path, fitted_body, fitted_rig, fitted_valid
 from motionkit.data.store import TakeResult
 from motionkit.detect.frames import camera_for_video, exo_video_path, iter_frames, video_info
 from motionkit.geometry.camera import Camera
@@ -37,7 +38,7 @@ class FittedMesh(PosedMesh):
     @classmethod
     def of(cls, result: TakeResult) -> FittedMesh:
         joints, rotations = fitted_body(result, return_transforms=True)
-        return cls(load_model_file(result.config.get("body_model")), result["smplx/betas"], joints[:, :55], rotations)
+        return cls(load_model_file(fit_model_path(result)), result["smplx/betas"], joints[:, :55], rotations)
 
 
 def silhouette(cam: Camera, vertices: np.ndarray, faces: np.ndarray) -> np.ndarray:
@@ -56,18 +57,23 @@ def silhouette(cam: Camera, vertices: np.ndarray, faces: np.ndarray) -> np.ndarr
 
 
 def _frames(take: Take | None, cam: Camera, frame_index: np.ndarray, width: int) -> Iterator[tuple[np.ndarray, Camera]]:
-    """BGR frames of ``cam``'s video at ``frame_index`` (grey where there is no video or the frame does not
-    decode), resized to ``width``, with the camera model for that size."""
+    """BGR frames of ``cam``'s video at ``frame_index`` (grey where there is no video, where it does not open
+    (with a warning) or where the frame does not decode), resized to ``width``, with the camera model for that
+    size."""
     path = exo_video_path(take, cam.name) if take is not None else None
     scaled = cam.scaled(width / cam.width)
     grey = np.full((scaled.height, scaled.width, 3), INVALID_GREY, np.uint8)
+    try:
+        _n, w, h = video_info(path) if path is not None and path.is_file() else (0, 0, 0)
+    except DataError as exc:
+        warnings.warn(f"{exc}: {cam.name} drawn on grey", stacklevel=2)
+        path = None
     if path is None or not path.is_file():
         for _ in frame_index:
             yield grey.copy(), scaled
         return
     import cv2
 
-    _n, w, h = video_info(path)
     vcam = camera_for_video(cam, w, h)
     for batch in iter_frames(path, frame_index):
         for img, ok in zip(batch.frames, batch.ok, strict=True):

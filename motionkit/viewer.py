@@ -28,7 +28,7 @@ from motionkit.common.errors import DataError
 from motionkit.common.files import write_text_atomic
 from motionkit.conventions import COCO17_NAMES, TAKE_FPS
 from motionkit.data.egoexo4d import EgoExoDataset, Take
-from motionkit.data.fitted_body import fitted_body, fitted_rig, fitted_valid
+from motionkit.data.fitted_body import fit_model_path, fitted_body, fitted_rig, fitted_valid
 from motionkit.data.store import TakeResult
 from motionkit.detect.frames import exo_video_path, read_frames
 from motionkit.geometry.rotations import matrix_to_quat_xyzw
@@ -101,7 +101,7 @@ class TakeScene:
 
 def take_scene(result: TakeResult, take: Take | None = None) -> TakeScene:
     """The ``TakeScene`` of a result file (``take``: its dataset take, for videos and annotations)."""
-    model = load_model_file(result.config.get("body_model"))
+    model = load_model_file(fit_model_path(result))
     v_shaped = shaped_template(model, result["smplx/betas"])
     joints, rotations = fitted_body(result, return_transforms=True)
     reproj = result["reprojection/px"] if "reprojection/px" in result.arrays else None

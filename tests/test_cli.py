@@ -104,6 +104,18 @@ def test_fit_records_failure_in_result(tmp_path, synth_root):
     assert res.stages == ["load"]
 
 
+def test_an_output_folder_that_cannot_be_written_fails_before_the_work(tmp_path, synth_root):
+    (tmp_path / "a_file").write_text("")
+    out = tmp_path / "a_file" / "out"  # no folder can be made under a file, whoever runs the test
+    take = EgoExoDataset(synth_root).takes()[0].take_uid
+    for args in (["fit", "--take", take], ["batch", "--all"]):
+        r = CliRunner().invoke(main, [*args, "--root", str(synth_root), "--out", str(out)])
+        assert r.exit_code == 1 and f"{out}: cannot write results there" in r.output, r.output
+        assert "[load]" not in r.output and "Traceback" not in r.output
+    r = CliRunner().invoke(main, ["synth", "--root", str(out), "--takes", "1"])
+    assert r.exit_code == 1 and str(tmp_path / "a_file") in r.output and "Traceback" not in r.output, r.output
+
+
 def test_bad_until(tmp_path, synth_root):
     r = CliRunner().invoke(main, ["fit", "--take", "x", "--root", str(synth_root), "--until", "nonsense"])
     assert r.exit_code != 0 and "unknown stage" in r.output

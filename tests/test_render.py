@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import cv2
 import h5py
@@ -19,7 +20,7 @@ from motionkit.conventions import SMPLX_VERTEX_KEYPOINTS
 from motionkit.data.fitted_body import fitted_rig
 from motionkit.data.store import read_result
 from motionkit.geometry.camera import Camera
-from motionkit.render import FittedMesh, render_take, silhouette
+from motionkit.render import INVALID_GREY, FittedMesh, render_take, silhouette
 from motionkit.synthetic.video import PERSON_COLOURS
 
 
@@ -163,3 +164,15 @@ def test_cli_renders_and_names_bad_input(fitted_with_videos, tmp_path):
     out = CliRunner().invoke(main, ["render", str(bad), "--camera", "cam01"])
     assert out.exit_code != 0 and "broken.h5" in out.output and "Traceback" not in out.output
     assert not (tmp_path / "x.mp4").exists()
+
+
+def test_a_video_that_does_not_open_is_drawn_on_grey_with_a_warning(fitted_with_videos, tmp_path):
+    root, _uid, path = fitted_with_videos
+    shutil.copytree(root / "ds", tmp_path / "ds")
+    result = read_result(path)
+    video = tmp_path / "ds" / "takes" / result.attrs["take_name"] / "frame_aligned_videos" / "cam01.mp4"
+    video.write_bytes(video.read_bytes()[:2000])  # a cut-off download: no index, nothing decodes
+    with pytest.warns(UserWarning, match=r"cam01\.mp4: cannot open video .*: cam01 drawn on grey"):
+        out = render_take(result, "cam01", tmp_path / "cam01.mp4", root=tmp_path / "ds", width=160)
+    ok, img = cv2.VideoCapture(str(out)).read()
+    assert ok and abs(int(np.median(img[:20, :20])) - INVALID_GREY) <= 3  # grey, written text aside

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import tempfile
 from pathlib import Path
 
 import click
@@ -23,9 +24,10 @@ def iters_option(value: str) -> tuple[int, int, int]:
 
 
 def clean_errors(*kinds: type[Exception]):
-    """Decorator: a ``DataError`` (and the exception types ``kinds``) raised by the command becomes one
-    clean error line naming the file and the problem, not a traceback."""
-    caught = (DataError, *kinds)
+    """Decorator: a ``DataError``, an ``OSError`` (a folder that cannot be made, a full disk) and the
+    exception types ``kinds`` raised by the command become one clean error line naming the file and the
+    problem, not a traceback."""
+    caught = (DataError, OSError, *kinds)
 
     def wrap(fn):
         @functools.wraps(fn)
@@ -33,11 +35,34 @@ def clean_errors(*kinds: type[Exception]):
             try:
                 return fn(*args, **kwargs)
             except caught as exc:
-                raise click.ClickException(str(exc)) from exc
+                raise click.ClickException(_one_line(exc)) from exc
 
         return run
 
     return wrap
+
+
+def _one_line(exc: Exception) -> str:
+    """An error as one line: an ``OSError`` as its file and reason (``/x/y: Permission denied``)."""
+    if isinstance(exc, OSError) and exc.filename is not None and exc.strerror:
+        return f"{exc.filename}: {exc.strerror}"
+    return str(exc)
+
+
+def writable_folder(path: Path) -> Path:
+    """``path``, created if missing, after a test that a file can be written there: a long run should not
+    find out at its end that its results cannot be saved. ``click.ClickException`` naming the folder."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=path).close()
+    except OSError as exc:
+        raise click.ClickException(f"{path}: cannot write results there ({exc.strerror or exc})") from None
+    return path
+
+
+def error_in(path: Path, exc: DataError) -> str:
+    """``exc``'s line, naming ``path`` where the error names no file of its own."""
+    return str(exc) if exc.path else f"{path}: {exc.message}"
 
 
 def result_files(path: Path) -> list[Path]:

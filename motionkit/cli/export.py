@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from motionkit.cli.common import clean_errors, result_files
+from motionkit.cli.common import clean_errors, error_in, result_files
 from motionkit.common.errors import DataError
 from motionkit.data import bvh, gltf
 from motionkit.data.releases import smplx_npz
@@ -50,7 +50,7 @@ def export(path, fmt, out_dir, up, fps) -> None:
         try:
             target = EXPORT_FORMATS[fmt](read_result(f), out_dir, up, fps)
         except DataError as exc:
-            click.echo(f"{f.name}: not exported: {exc}", err=True)
+            click.echo(f"not exported: {error_in(f, exc)}", err=True)
             continue
         written += 1
         click.echo(f"{f.name} -> {target}")
@@ -91,7 +91,7 @@ def render(path, camera, out, root, width) -> None:
         try:
             click.echo(f"{f.name} -> {render_take(result, camera, target, root=root, width=width)}")
         except DataError as exc:
-            raise click.ClickException(f"{f}: {exc}") from None
+            raise click.ClickException(error_in(f, exc)) from None
 
 
 @click.command("view")
@@ -118,7 +118,7 @@ def view(path, port, out, root, colour_by_error) -> None:
             return
         _server, viewer = serve(result, port=port, root=root, colour_by_error=colour_by_error)
     except DataError as exc:
-        raise click.ClickException(f"{path}: {exc}") from None
+        raise click.ClickException(error_in(path, exc)) from None
     click.echo(f"motionkit view: http://localhost:{port} (Ctrl-C to stop)")
     try:
         viewer.run()

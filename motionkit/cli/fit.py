@@ -10,7 +10,7 @@ import click
 from tqdm import tqdm
 
 from motionkit.batch_report import RUNNING_DIR, batch_report, report_markdown
-from motionkit.cli.common import clean_errors, iters_option
+from motionkit.cli.common import clean_errors, iters_option, writable_folder
 from motionkit.common.device import resolve_device
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.detect.rfdetr_backend import checkpoints_report
@@ -181,7 +181,7 @@ def fit(take_id, root, out_dir, until, as_json, **kw) -> None:
         if take_id == "demo":
             take_id = EgoExoDataset(root).takes()[0].take_uid
     log = None if as_json else click.echo
-    outcome = run_take(root, take_id, out_dir, cfg, until=until, log=log, progress=not as_json)
+    outcome = run_take(root, take_id, writable_folder(out_dir), cfg, until=until, log=log, progress=not as_json)
     s = outcome.summary()
     if as_json:
         click.echo(json.dumps(s))
@@ -351,7 +351,7 @@ def batch(root, out_dir, takes_file, split, all_takes, executor, workers, cpus_p
                             f"running {running}")  # fmt: skip
 
     try:
-        summary = run_batch(root, out_dir, uids, fc, bc, on_record=on_record)
+        summary = run_batch(root, writable_folder(out_dir), uids, fc, bc, on_record=on_record)
     except RuntimeError as exc:
         raise click.ClickException(str(exc)) from exc
     finally:

@@ -25,6 +25,7 @@ from motionkit.body.model import BodyModel
 from motionkit.common.errors import DataError
 from motionkit.common.files import write_json_atomic, write_text_atomic
 from motionkit.conventions import COCO17_NAMES, R_ZUP_TO_YUP, SMPLX_JOINT_NAMES, SMPLX_PARENTS
+from motionkit.data.fitted_body import fit_model_path
 from motionkit.data.store import TakeResult
 from motionkit.geometry.interpolation import bracket, fill_gaps_bracket, lerp, slerp_rotvec, valid_runs
 
@@ -37,11 +38,12 @@ LEAVES_END_SITE_CM = 5.0  # an End Site this far along the last bone of each cha
 def filled_parameters(result: TakeResult, fps: float | None) -> tuple[np.ndarray, ...]:
     """Root rotation vectors ``(T, 3)``, body pose ``(T, 21, 3)``, translation ``(T, 3)``, validity ``(T,)``
     and the rate, gaps filled from the valid frames; resampled to ``fps`` when given."""
+    result.require_fit()
     go, tr = result["smplx/global_orient"], result["smplx/transl"]
     bp = result["smplx/body_pose"].reshape(-1, 21, 3)
     valid = result["valid"].astype(bool) & np.isfinite(go).all(-1) & np.isfinite(tr).all(-1)
     if not valid.any():
-        raise DataError(None, f"take {result.attrs.get('take_uid')}: no valid frame to export")
+        raise DataError(result.path, f"take {result.attrs.get('take_uid')}: no valid frame to export")
     b = fill_gaps_bracket(valid)
     go, bp, tr = slerp_rotvec(go[valid], b), slerp_rotvec(bp[valid], b), lerp(tr[valid], b)
     rate = float(result.fps)
@@ -71,7 +73,7 @@ def bvh_text(result: TakeResult, up: str = "y", fps: float | None = None) -> tup
     if up not in ("y", "z"):
         raise ValueError(f"up must be 'y' or 'z', not {up!r}")
     go, bp, tr, valid, rate = filled_parameters(result, fps)
-    body = BodyModel.load(result.config.get("body_model"), vertex_keypoints=(), dtype=torch.float64)
+    body = BodyModel.load(fit_model_path(result), vertex_keypoints=(), dtype=torch.float64)
     with torch.no_grad():
         rest = body.rest_joints(torch.as_tensor(result["smplx/betas"], dtype=torch.float64)).numpy()[:BODY_JOINTS]
     A = R_ZUP_TO_YUP if up == "y" else np.eye(3)

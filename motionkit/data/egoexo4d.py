@@ -342,10 +342,16 @@ def read_body_annotation(path: str | os.PathLike) -> BodyAnnotation:
         if not val:
             continue
         entry = val[0]
+        if not isinstance(entry, dict):
+            raise DataError(path, f"frame {key}: expected an object with annotation3D/annotation2D, got "
+                                  f"{type(entry).__name__}")  # fmt: skip
         a3 = entry.get("annotation3D") or {}
         a2 = entry.get("annotation2D") or {}
         if not a3 and not a2:
             continue
+        if not (isinstance(a3, dict) and isinstance(a2, dict) and all(isinstance(v, dict) for v in a2.values())):
+            raise DataError(path, f"frame {key}: annotation3D, annotation2D and annotation2D's cameras must be "
+                                  "objects keyed by name")  # fmt: skip
         rows.append((frame, a3, a2))
     rows.sort(key=lambda r: r[0])
     K = len(rows)

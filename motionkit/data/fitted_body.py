@@ -1,16 +1,46 @@
-"""The body model evaluated on the SMPL-X parameters stored in a result file, and the cameras the fit used."""
+"""The body model that made a fit, evaluated on the SMPL-X parameters stored in its result file, and the
+cameras the fit used."""
 
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from motionkit.body.model import BodyModel
+from motionkit.body.model_file import ENV_VAR, default_synthetic_model_path, load_model_file
 from motionkit.common.errors import DataError
 from motionkit.data.store import TakeResult
 from motionkit.geometry.camera import Camera, CameraRig
+
+
+def fit_model_path(result: TakeResult) -> str:
+    """The body model file that made a fit, found on this machine: the file its config names, the synthetic
+    model where the fit was made with that, else ``$MOTIONKIT_BODY_MODEL`` (a fit made on a
+    cluster node, looked at elsewhere). The first of them whose SHA-256 is the one the result records
+    (``body_model``) is used; ``DataError`` where none is, naming what was tried: another SMPL-X file would
+    pose a different body with the same parameters. A result that records no identity gets the file its config
+    names, or the default (``body.model_file.resolve_model_path``)."""
+    recorded, identity = result.config.get("body_model"), result.body_model
+    if not identity:  # a result that does not say: the file its config names, or the default
+        return load_model_file(recorded).path
+    candidates = [recorded] if recorded is not None and Path(recorded).expanduser().exists() else []
+    if identity.get("synthetic"):  # generated the same way on every machine
+        candidates.append(str(default_synthetic_model_path()))
+    if os.environ.get(ENV_VAR):
+        candidates.append(os.environ[ENV_VAR])
+    want = identity.get("sha256")
+    for candidate in dict.fromkeys(candidates):
+        model = load_model_file(candidate)
+        if want is None or model.sha256 == want:
+            return model.path
+    tried = ", ".join(dict.fromkeys(candidates)) or "none"
+    raise DataError(result.path, f"the body model that made this fit ({identity.get('file') or recorded}, sha256 "
+                                 f"{str(want)[:12]}...) is not on this machine (tried: {tried}); set ${ENV_VAR} "
+                                 "to your copy of it")  # fmt: skip
 
 
 def fitted_body(
@@ -22,12 +52,9 @@ def fitted_body(
     ``return_transforms``, the joints' world rotations ``(M, 55, 3, 3)``. Frames without a fit
     (NaN parameters) are evaluated at the zero pose: mask them with ``result["valid"]``.
     """
-    if "smplx/global_orient" not in result.arrays:
-        raise DataError(
-            None, f"result of take {result.attrs.get('take_uid')} has no fit (stages: {', '.join(result.stages)})"
-        )
+    result.require_fit()
     go = result["smplx/global_orient"]
-    bm = BodyModel.load(result.config.get("body_model"), vertex_keypoints=vertex_keypoints, dtype=torch.float64)
+    bm = BodyModel.load(fit_model_path(result), vertex_keypoints=vertex_keypoints, dtype=torch.float64)
     with torch.no_grad():
         out = bm(
             torch.as_tensor(result["smplx/betas"]).expand(len(go), 10),

@@ -44,7 +44,7 @@ from motionkit.conventions import (
 )
 from motionkit.data.bvh import filled_parameters, joint_trust
 from motionkit.data.egoexo4d import BodyAnnotation, EgoExoDataset
-from motionkit.data.fitted_body import fitted_rig
+from motionkit.data.fitted_body import fit_model_path, fitted_rig
 from motionkit.data.store import TakeResult
 from motionkit.geometry.interpolation import valid_runs
 
@@ -165,7 +165,7 @@ def _annotation_tracks(annotation: BodyAnnotation, first_frame: float, duration_
 def glb_bytes(result: TakeResult, fps: float | None = None, model: BodyModelFile | None = None) -> tuple[bytes, dict]:
     """The ``.glb`` of a fitted take and its side-car record (valid runs, filled frames, contents)."""
     go, bp, tr, valid, rate = filled_parameters(result, fps)
-    model = model if model is not None else load_model_file(result.config.get("body_model"))
+    model = model if model is not None else load_model_file(fit_model_path(result))
     betas = np.asarray(result["smplx/betas"], dtype=np.float64)
     v_shaped = model.v_template + model.shapedirs @ betas  # (V, 3) body rest frame
     J = model.J_regressor @ v_shaped  # (55, 3)

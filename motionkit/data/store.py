@@ -50,17 +50,31 @@ def config_hash(config: dict) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+class MissingDataset(DataError, KeyError):
+    """A result lacks a dataset that its reader needs (a ``DataError`` naming the file, and a ``KeyError``)."""
+
+    __str__ = DataError.__str__  # the message, not KeyError's quoted repr of it
+
+
 @dataclass
 class TakeResult:
-    """In-memory form of a result file: root ``attrs``, ``arrays`` keyed ``"group/name"`` and
-    per-group attributes ``group_attrs``."""
+    """In-memory form of a result file: root ``attrs``, ``arrays`` keyed ``"group/name"``, per-group
+    attributes ``group_attrs`` and the ``path`` it was read from (None for a result built in memory)."""
 
     attrs: dict[str, Any] = field(default_factory=dict)
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     group_attrs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    path: Path | None = None
 
     def __getitem__(self, key: str) -> np.ndarray:
-        return self.arrays[key]
+        try:
+            return self.arrays[key]
+        except KeyError:
+            raise MissingDataset(
+                self.path,
+                f"result of take {self.attrs.get('take_uid')} has no dataset {key!r} "
+                f"(stages: {', '.join(self.stages) or 'none'}; docs/result_file.md)",
+            ) from None
 
     def __contains__(self, key: str) -> bool:
         return key in self.arrays or key in self.group_attrs
@@ -92,8 +106,22 @@ class TakeResult:
         """Frame rate of the fit grid (attribute ``fps`` of group ``grid``, written by the ``load`` stage)."""
         fps = self.group_attrs.get("grid", {}).get("fps")
         if fps is None:
-            raise DataError(None, f"result of take {self.attrs.get('take_uid')} has no fit grid (no stage 'load')")
+            raise DataError(self.path, f"result of take {self.attrs.get('take_uid')} has no fit grid (no stage 'load')")
         return float(fps)
+
+    @property
+    def has_fit(self) -> bool:
+        """Whether the result holds a fitted sequence (group ``smplx``)."""
+        return "smplx/global_orient" in self.arrays
+
+    def require_fit(self) -> None:
+        """``DataError`` naming the file where the result holds no fit: the stages it holds, and why the run
+        failed where it did."""
+        if self.has_fit:
+            return
+        why = f"; the run failed: {self.attrs.get('message')}" if self.attrs.get("status") == "failed" else ""
+        raise DataError(self.path, f"result of take {self.attrs.get('take_uid')} has no fit "
+                                   f"(stages: {', '.join(self.stages) or 'none'}{why})")  # fmt: skip
 
 
 def _h5_attr(v: Any):
@@ -156,9 +184,12 @@ def write_result(path: str | os.PathLike, result: TakeResult) -> Path:
 
 
 def read_result(path: str | os.PathLike) -> TakeResult:
-    """Read a result file written by ``write_result``."""
-    with open_motionkit_h5(Path(path), FORMAT, "result file") as f:
-        res = TakeResult(attrs={k: (v.item() if isinstance(v, np.generic) else v) for k, v in f.attrs.items()})
+    """Read a result file written by ``write_result``; ``DataError`` naming the file where its fit's
+    arrays are incomplete or inconsistent (``check_fit_arrays``)."""
+    path = Path(path)
+    with open_motionkit_h5(path, FORMAT, "result file") as f:
+        attrs = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in f.attrs.items()}
+        res = TakeResult(attrs=attrs, path=path)
 
         def visit(name, obj):
             if isinstance(obj, h5py.Dataset):
@@ -172,7 +203,46 @@ def read_result(path: str | os.PathLike) -> TakeResult:
                 }
 
         f.visititems(visit)
+    check_fit_arrays(res)
     return res
+
+
+SMPLX_FRAME_SHAPES = {"smplx/global_orient": (3,), "smplx/body_pose": (63,), "smplx/transl": (3,)}
+PER_SAMPLE = {"valid": (), "grid/frame_pos": (), "joints/smplx": (55, 3), "joints/coco17": (17, 3),
+              "fit/joint_trusted": (17,), "fit/joint_support": (17,)}  # fmt: skip
+
+
+def check_fit_arrays(result: TakeResult) -> None:
+    """``DataError`` naming ``result.path`` where the fit's arrays (docs/result_file.md, group ``smplx``) are
+    incomplete or inconsistent: some of ``smplx/global_orient (M, 3)``, ``body_pose (M, 63)``, ``transl (M, 3)``
+    and ``betas (10,)`` missing or of another shape; non-finite betas; a sample with a finite orientation
+    (fitted) but a non-finite pose or translation; per-sample arrays (``valid``, ``joints/*``,
+    ``fit/joint_trusted``, ...) of another length than the fit's ``M`` samples. A result without a fit passes."""
+    names = (*SMPLX_FRAME_SHAPES, "smplx/betas")
+    present = [k for k in names if k in result.arrays]
+    if not present:
+        return
+    where = f"result of take {result.attrs.get('take_uid')}"
+    missing = [k for k in names if k not in result.arrays]
+    if missing:
+        raise DataError(result.path, f"{where}: incomplete fit, no {', '.join(missing)}")
+    M = len(result["smplx/global_orient"])
+    expected = {k: (M, *tail) for k, tail in SMPLX_FRAME_SHAPES.items()} | {"smplx/betas": (10,)}
+    expected |= {k: (M, *tail) for k, tail in PER_SAMPLE.items() if k in result.arrays}
+    for k, shape in expected.items():
+        if result[k].shape != shape:
+            raise DataError(result.path, f"{where}: {k} has shape {result[k].shape}; expected {shape} "
+                                         f"(M = {M} fitted samples)")  # fmt: skip
+    if not np.isfinite(result["smplx/betas"]).all():
+        raise DataError(result.path, f"{where}: smplx/betas is not finite")
+    fitted = np.isfinite(result["smplx/global_orient"]).all(-1)
+    broken = fitted & ~(np.isfinite(result["smplx/body_pose"]).all(-1) & np.isfinite(result["smplx/transl"]).all(-1))
+    if broken.any():
+        raise DataError(
+            result.path,
+            f"{where}: {int(broken.sum())} sample(s) with a finite smplx/global_orient but a "
+            f"non-finite body_pose or transl (the first: sample {int(np.argmax(broken))})",
+        )
 
 
 def result_path(out_dir: str | os.PathLike, take_uid: str) -> Path:

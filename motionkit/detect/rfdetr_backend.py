@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,14 +34,21 @@ def cache_dir() -> Path:
     return Path(os.environ.get("RF_HOME") or os.environ.get("ROBOFLOW_HOME") or "~/.roboflow/models").expanduser()
 
 
+def _rfdetr():
+    """The rfdetr module (an optional heavy dependency, imported on first use), without the deprecation
+    warnings that its own imports raise under newer torch: not the user's to act on."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"`torch\.jit\.script` is deprecated", category=FutureWarning)
+        import rfdetr
+    return rfdetr
+
+
 def published_checkpoint(kind: str) -> str:
     """The checkpoint file name the installed rfdetr publishes for ``kind`` (a variant or ``keypoints``):
     the default ``pretrain_weights`` of that model's configuration."""
-    import rfdetr
-
     if kind not in MODEL_CLASSES:
         raise ValueError(f"unknown RF-DETR checkpoint kind {kind!r}; choose from {', '.join(MODEL_CLASSES)}")
-    cls = getattr(rfdetr, MODEL_CLASSES[kind])
+    cls = getattr(_rfdetr(), MODEL_CLASSES[kind])
     return str(cls.get_model_config(object.__new__(cls)).pretrain_weights)  # the model's default configuration
 
 
@@ -74,13 +82,14 @@ def resolve_weights(weights: str | os.PathLike | None, kind: str, allow_download
             os.chdir(cwd)
     if not p.is_file():
         option = OPTION_OF_KIND.get(kind, "--detector-weights")
-        if published:
-            fetch = (f"or --allow-download to let rfdetr fetch its published {p.name} into its cache (needs "
-                     "internet; compute nodes often have none: download on a login node)")  # fmt: skip
-        else:
-            fetch = f"({p.name} is not one of rfdetr's published checkpoints, so --allow-download cannot fetch it)"
+        if not published:
+            raise DataError(p, f"RF-DETR {kind} checkpoint not found; pass {option} with the path of a local "
+                               f"checkpoint ({p.name} is not one of rfdetr's published checkpoints, so "
+                               "--allow-download cannot fetch it)")  # fmt: skip
         raise DataError(p, f"RF-DETR {kind} checkpoint not found (looked in {cache_dir()}, rfdetr's cache: $RF_HOME). "
-                           f"Either pass {option} with a local checkpoint, {fetch}.")  # fmt: skip
+                           f"Either pass {option} with a local checkpoint, or --allow-download to let rfdetr fetch "
+                           f"its published {p.name} into its cache (needs internet; compute nodes often have none: "
+                           "download on a login node).")  # fmt: skip
     return p.resolve()
 
 
@@ -113,11 +122,9 @@ PRECISIONS = ("auto", "float32", "float16", "bfloat16")
 def _model(class_name: str, weights: Path | None, device: str, precision: str = "auto"):
     """The RF-DETR model; ``precision`` "auto" is float16 on CUDA (its inference mode, no tracing, so
     any batch size runs) and float32 elsewhere."""
-    import rfdetr
-
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; choose from {', '.join(PRECISIONS)}")
-    cls = getattr(rfdetr, class_name)
+    cls = getattr(_rfdetr(), class_name)
     model = cls(pretrain_weights=str(weights) if weights is not None else None, device=device)
     if precision == "auto":
         precision = "float16" if str(device).startswith("cuda") else "float32"

@@ -241,10 +241,13 @@ def compare(
     counts, chosen = {"unmatched": unmatched}, {}
     for s in splits:
         have = [t for t in takes[s] if all(t.uid in samples[m.name] for m in methods)]
-        if intersect and takes[s] and not have:
+        if intersect and takes[s] and not have and s == split:
             raise DataError(methods[0].path, f"the methods share no annotated {s} take: nothing to compare "
                                              "(--no-intersect scores each on its own takes)")  # fmt: skip
         chosen[s] = have if intersect else takes[s]
+        if s != split and not chosen[s]:  # the offsets' split: the scores stand without them
+            warnings.warn(f"the methods share no annotated {s} take to estimate offsets from: no corrected figures",
+                          stacklevel=2)  # fmt: skip
         counts[s] = {"annotated": len(takes[s]), "intersection": len(have),
                      **{m.name: sum(t.uid in samples[m.name] for t in takes[s]) for m in methods}}  # fmt: skip
 
@@ -267,7 +270,7 @@ def compare(
             train = [mt for (t, _, mt) in matches.values() if t.split == offsets_from]
             if train:
                 offsets = estimate_offsets(train, cfg.offset_frame)
-            else:
+            elif chosen[offsets_from]:
                 warnings.warn(f"{m.name}: no {offsets_from} take to estimate offsets: no corrected figures",
                               stacklevel=2)  # fmt: skip
         for s in splits:

@@ -62,7 +62,7 @@ def _load_take(ds: EgoExoDataset, info, fits_dir: Path, cfg: EvalConfig) -> Take
     if not p.is_file():
         return None
     res = read_result(p)
-    if "smplx/global_orient" not in res.arrays:
+    if not res.has_fit:
         return None
     ann = ds.take(info.take_uid).body_annotation("annotation")
     if ann is None or len(ann.frames) == 0:

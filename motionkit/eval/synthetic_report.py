@@ -48,6 +48,9 @@ def lag1_autocorrelation(err: np.ndarray) -> float:
     return float((a * b).sum() / np.sqrt((a * a).sum() * (b * b).sum()))
 
 
+GT_NEEDS = ("wearer/coco17_world", "wearer/joints_smplx", "detections/person_id")  # what read_gt cannot do without
+
+
 def read_gt(root: str | Path, uid: str) -> dict:
     """What ``gt/<uid>.h5`` of a synthetic dataset holds that the difficulty figures use (camera names,
     preset and generator options, landmarks, joints, observation kinds, true cameras, person ids), camera
@@ -55,22 +58,33 @@ def read_gt(root: str | Path, uid: str) -> dict:
     p = Path(root) / "gt" / f"{uid}.h5"
     if not p.is_file():
         raise DataError(p, "no ground truth: not a synthetic dataset written by motionkit synth")
-    with h5py.File(p) as f:
-        g = {
-            "names": json.loads(f.attrs["camera_names"]),
-            "preset": str(f.attrs.get("preset", "clean")),
-            "config": json.loads(f.attrs["config"]) if "config" in f.attrs else {},
-            "landmarks": f["wearer/coco17_world"][()],
-            "joints": f["wearer/joints_smplx"][()],
-            "obs_kind": f["wearer/obs_kind"][()] if "wearer/obs_kind" in f else None,
-            "true_T": f["cameras/T_world_cam"][()] if "cameras" in f else None,
-            "true_params": f["cameras/params"][()] if "cameras" in f else None,
-            "person_id": f["detections/person_id"][()],
-            "visible": f["wearer/visible"][()] if "wearer/visible" in f else None,
-            "scenario": str(f.attrs.get("scenario", "generic")),
-            "fittable_views": f["wearer/fittable_views"][()] if "wearer/fittable_views" in f else None,
-            "landmark_views": f["wearer/landmark_views"][()] if "wearer/landmark_views" in f else None,
-        }
+    try:
+        with h5py.File(p, "r") as f:
+            missing = [k for k in GT_NEEDS if not isinstance(f.get(k), h5py.Dataset)]
+            missing += [] if "camera_names" in f.attrs else ["attribute camera_names"]
+            if missing:
+                raise DataError(p, f"damaged ground truth: no {', '.join(missing)}")
+
+            def optional(name: str) -> np.ndarray | None:
+                return f[name][()] if name in f else None
+
+            g = {
+                "names": json.loads(f.attrs["camera_names"]),
+                "preset": str(f.attrs.get("preset", "clean")),
+                "config": json.loads(f.attrs["config"]) if "config" in f.attrs else {},
+                "landmarks": f["wearer/coco17_world"][()],
+                "joints": f["wearer/joints_smplx"][()],
+                "obs_kind": optional("wearer/obs_kind"),
+                "true_T": optional("cameras/T_world_cam"),
+                "true_params": optional("cameras/params"),
+                "person_id": f["detections/person_id"][()],
+                "visible": optional("wearer/visible"),
+                "scenario": str(f.attrs.get("scenario", "generic")),
+                "fittable_views": optional("wearer/fittable_views"),
+                "landmark_views": optional("wearer/landmark_views"),
+            }
+    except OSError as exc:
+        raise DataError(p, f"cannot read HDF5: {exc}") from exc
     return g
 
 

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from motionkit.common.errors import DataError
 from motionkit.conventions import R_ZUP_TO_YUP, TORSO_COCO17
 from motionkit.data.fitted_body import fitted_body, fitted_valid
 from motionkit.data.store import TakeResult
@@ -160,8 +159,7 @@ def fit_arrays(result: TakeResult) -> dict:
 
     Joints are recomputed with the body model when the file does not store them.
     """
-    if "smplx/global_orient" not in result.arrays:
-        raise DataError(None, f"result of take {result.attrs.get('take_uid')} has no fit (stages: {result.stages})")
+    result.require_fit()
     joints = result["joints/smplx"] if "joints/smplx" in result.arrays else fitted_body(result)
     go = result["smplx/global_orient"]
     valid = fitted_valid(result)

@@ -177,6 +177,10 @@ def test_malformed_annotation(tmp_path):
     p.write_text('{"12": {"annotation3D": {}}}')
     with pytest.raises(DataError, match="expected a list"):
         read_body_annotation(p)
+    for frame in ('["oops"]', '[{"annotation3D": [1, 2]}]', '[{"annotation2D": {"cam01": [0, 1]}}]'):
+        p.write_text(f'{{"12": {frame}}}')
+        with pytest.raises(DataError, match="a.json: frame 12: (expected an object|annotation3D, annotation2D)"):
+            read_body_annotation(p)
 
 
 def test_annotation_parsed_by_name_and_empty_frames_dropped(tmp_path):

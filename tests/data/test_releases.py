@@ -170,8 +170,16 @@ def test_export_command_writes_one_file_per_fitted_take(tmp_path, synth_root):
     r = read_result(tmp_path / "fits" / f"{uid}.h5")
     r.arrays = {k: v for k, v in r.arrays.items() if not k.startswith("smplx")}
     write_result(tmp_path / "fits" / "unfitted.h5", r)
+    r = read_result(tmp_path / "fits" / f"{uid}.h5")
+    r.arrays["smplx/body_pose"] = r.arrays["smplx/body_pose"][:, :60]  # a damaged file
+    write_result(tmp_path / "fits" / "damaged.h5", r)
     out = CliRunner().invoke(main, ["export", str(tmp_path / "fits"), "--format", "smplx-npz", "--out",
                                     str(tmp_path / "npz")])  # fmt: skip
     assert out.exit_code == 0, out.output
-    assert "unfitted.h5: not exported" in out.output
+    assert f"not exported: {tmp_path / 'fits' / 'unfitted.h5'}: result of take {uid} has no fit" in out.output
+    assert (
+        f"not exported: {tmp_path / 'fits' / 'damaged.h5'}: result of take {uid}: smplx/body_pose has shape"
+        in out.output
+        and "Traceback" not in out.output
+    )
     assert sorted(p.name for p in (tmp_path / "npz").iterdir()) == [f"{r.attrs['take_name']}.npz"]

@@ -143,6 +143,11 @@ def test_disjoint_methods_and_bad_compare_arguments_fail_clearly(default_root, r
     with pytest.raises(DataError, match="share no annotated val take"):
         compare(default_root, [Method("a", "motionkit", tmp_path / "only_val"),
                                Method("b", "motionkit", tmp_path / "only_train")])  # fmt: skip
+    with pytest.warns(UserWarning, match="share no annotated train take to estimate offsets"):  # val scores stand
+        rep = compare(default_root, [Method("a", "motionkit", tmp_path / "only_val"),
+                                     Method("b", "motionkit", releases / "fits")])  # fmt: skip
+    assert rep["takes"]["val"]["intersection"] == 1 and rep["takes"]["train"]["intersection"] == 0
+    assert all(rep["methods"][m]["val"]["offsets"]["from_split"] is None for m in "ab")
     with pytest.raises(ValueError, match="NAME=FORMAT:PATH"):
         Method.parse("ee4d-motion")
     with pytest.raises(ValueError, match="unknown format 'bvh'"):

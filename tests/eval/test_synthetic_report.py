@@ -1,11 +1,15 @@
+import h5py
 import numpy as np
 import pytest
 
+from motionkit.common.errors import DataError
+from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.store import TakeResult
 from motionkit.eval.synthetic_report import (
     _weight_checks,
     format_difficulty,
     pooled_checks,
+    read_gt,
     selection_checks,
     trust_checks,
     truth_at_samples,
@@ -135,3 +139,18 @@ def test_world_offset_is_what_the_body_shares_and_pa_mpjpe_removes():
     fit[10:20] = np.nan  # invalid frames do not count
     assert world_offset_mm(fit, truth) == pytest.approx(50.0, abs=1.0)  # mean of 480 x 12 noisy offsets
     assert np.isnan(world_offset_mm(np.full_like(truth, np.nan), truth))
+
+
+def test_damaged_ground_truth_is_named_not_a_traceback(synth_root, tmp_path):
+    uid = EgoExoDataset(synth_root).takes()[0].take_uid
+    (tmp_path / "gt").mkdir()
+    copy = tmp_path / "gt" / f"{uid}.h5"
+    copy.write_bytes((synth_root / "gt" / f"{uid}.h5").read_bytes())
+    assert read_gt(tmp_path, uid)["landmarks"].shape[1:] == (17, 3)
+    with h5py.File(copy, "r+") as f:
+        del f["wearer/coco17_world"]
+    with pytest.raises(DataError, match=r"\.h5: damaged ground truth: no wearer/coco17_world"):
+        read_gt(tmp_path, uid)
+    copy.write_bytes((synth_root / "gt" / f"{uid}.h5").read_bytes()[:4000])
+    with pytest.raises(DataError, match="cannot read HDF5"):
+        read_gt(tmp_path, uid)

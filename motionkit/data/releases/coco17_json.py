@@ -19,6 +19,11 @@ NATIVE_FPS = 30.0
 def read_file(path: Path) -> dict:
     """The whole prediction file, checked to be a JSON object of takes."""
     path = Path(path)
+    if path.is_dir():
+        found = ", ".join(sorted(p.name for p in path.glob("*.json"))) or "none"
+        raise DataError(
+            path, f"a folder: coco17-json reads one prediction file, give its path (JSON files here: {found})"
+        )
     if not path.is_file():
         raise DataError(path, "prediction file not found")
     try:

@@ -34,6 +34,6 @@ def read_take(root: Path, take_uid: str, take_name: str = "", body_model: str | 
     if not path.is_file():
         return None
     result = read_result(path)
-    if "smplx/global_orient" not in result.arrays:
+    if not result.has_fit:
         return None
     return sampled_joints(result, path)

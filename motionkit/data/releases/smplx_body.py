@@ -37,7 +37,7 @@ def smplx_coco17(body_model: str | None, global_orient: np.ndarray, body_pose: n
     (None: the default one). Hands, jaw and eyes at rest."""
     go, bp, tr = (np.asarray(x, dtype=np.float64) for x in (global_orient, body_pose, transl))
     n = len(go)
-    b = np.broadcast_to(np.asarray(betas, dtype=np.float64)[..., :10], (n, 10))
+    b = np.broadcast_to(np.asarray(betas, dtype=np.float64)[..., :10], (n, 10)).copy()  # writable, for torch
     if landmark_offset_m is None:
         body = BodyModel.load(body_model, dtype=torch.float64)
         rows, kp_delta = SMPLX_TO_COCO17, None

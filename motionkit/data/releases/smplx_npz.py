@@ -34,12 +34,11 @@ POSE_SIZES = (("root_orient", 3), ("pose_body", 63), ("pose_jaw", 3), ("pose_eye
 
 def export_arrays(result: TakeResult) -> dict[str, np.ndarray]:
     """The AMASS-layout arrays of a fitted take (``write_take``)."""
-    if "smplx/global_orient" not in result.arrays:
-        raise DataError(None, f"result of take {result.attrs.get('take_uid')} has no fit (stages: {result.stages})")
+    result.require_fit()
     go, bp, tr = result["smplx/global_orient"], result["smplx/body_pose"].reshape(-1, 63), result["smplx/transl"]
     valid = result["valid"].astype(bool) & np.isfinite(go).all(-1) & np.isfinite(tr).all(-1)
     if not valid.any():
-        raise DataError(None, f"take {result.attrs.get('take_uid')}: no valid frame to export")
+        raise DataError(result.path, f"take {result.attrs.get('take_uid')}: no valid frame to export")
     b = fill_gaps_bracket(valid)  # invalid samples: SLERP / linear between the valid ones, held at the ends
     go_f, tr_f = slerp_rotvec(go[valid], b), lerp(tr[valid], b)
     bp_f = slerp_rotvec(bp[valid].reshape(-1, 21, 3), b).reshape(-1, 63)
