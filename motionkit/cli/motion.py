@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 import numpy as np
 
-from motionkit.cli.common import clean_errors, result_files
+from motionkit.cli.common import clean_errors, error_in, result_files
+from motionkit.common.errors import DataError
 from motionkit.common.files import atomic_path, write_json_atomic
 from motionkit.data.store import read_result
 from motionkit.motion.derive import (
@@ -99,31 +100,39 @@ def codes(path, preset, as_json, plot, fmt, out_dir, frame, camera) -> None:
         return
     out = []
     for f in files:
-        a = fit_arrays(read_result(f))
-        d = derive_motion(a["joints_smplx"], a["global_orient"], a["valid"], a["fps"], preset=preset,
-                          motion_id=a["take_uid"], joint_trusted=a["joint_trusted"])  # fmt: skip
-        doc = codes_document(a, d, preset)
-        write_json_atomic(f.with_suffix(".codes.json"), doc)
-        if plot:
-            k = longest_run(d)
-            if k is None:
-                empty_plot(f.with_suffix(".codes.png"), "no valid run")
-            else:
-                title = f"{a['take_uid']} run {k} (frames {d.runs[k][0]}-{d.runs[k][1] - 1})"
-                plot_trajectory_events(
-                    d.trajectories[k],
-                    d.events[k],
-                    f.with_suffix(".codes.png"),
-                    title=title,
-                )
+        try:
+            doc, line = _write_codes(f, preset, plot)
+        except DataError as exc:  # one damaged or unfitted file of a folder: the others still get theirs
+            click.echo(f"no codes: {error_in(f, exc)}", err=True)
+            continue
         out.append(doc)
         if not as_json:
-            n_ev, n_qa, n_trusted = event_counts(d)
-            target = f.with_suffix(".codes.json")
-            trusted = "" if n_trusted is None else f" ({n_trusted} on a torso trusted throughout)"
-            click.echo(f"{a['take_uid']}: {len(d.runs)} run(s), {n_ev} events, {n_qa} QA-eligible{trusted} -> {target}")
+            click.echo(line)
+    if not out:
+        raise click.ClickException(f"no codes written from {path}")
     if as_json:
         click.echo(json.dumps(out if len(out) > 1 else out[0]))
+
+
+def _write_codes(f: Path, preset: str, plot: bool) -> tuple[dict, str]:
+    """The codes document of result file ``f``, written beside it (with its PNG when ``plot``), and a
+    summary line."""
+    a = fit_arrays(read_result(f))
+    d = derive_motion(a["joints_smplx"], a["global_orient"], a["valid"], a["fps"], preset=preset,
+                      motion_id=a["take_uid"], joint_trusted=a["joint_trusted"])  # fmt: skip
+    doc = codes_document(a, d, preset)
+    target = f.with_suffix(".codes.json")
+    write_json_atomic(target, doc)
+    if plot:
+        k = longest_run(d)
+        if k is None:
+            empty_plot(f.with_suffix(".codes.png"), "no valid run")
+        else:
+            title = f"{a['take_uid']} run {k} (frames {d.runs[k][0]}-{d.runs[k][1] - 1})"
+            plot_trajectory_events(d.trajectories[k], d.events[k], f.with_suffix(".codes.png"), title=title)
+    n_ev, n_qa, n_trusted = event_counts(d)
+    trusted = "" if n_trusted is None else f" ({n_trusted} on a torso trusted throughout)"
+    return doc, f"{a['take_uid']}: {len(d.runs)} run(s), {n_ev} events, {n_qa} QA-eligible{trusted} -> {target}"
 
 
 @click.command()
@@ -157,22 +166,36 @@ def features(path, out_path, variant) -> None:
             "a .npy output takes one result file; give a folder for several",
             param_hint="--out",
         )
+    written = 0
     for f in files:
-        a = fit_arrays(read_result(f))
-        d = derive_motion(a["joints_smplx"], a["global_orient"], a["valid"], a["fps"], variant=variant,
-                          joint_trusted=a["joint_trusted"])  # fmt: skip
-        feats = d.all_features()
         if out_path is None:
             target = f.with_suffix(".hml263.npy")
         elif out_path.suffix == ".npy":
             target = out_path
         else:
             target = out_path / f"{f.stem}.hml263.npy"
-        with atomic_path(target, suffix=".npy") as tmp, open(tmp, "wb") as fh:
-            np.save(fh, feats)
-        trusted = d.all_feature_trusted()
-        if trusted is not None:
-            with atomic_path(target.with_suffix(".joint_trusted.npy"), suffix=".npy") as tmp, open(tmp, "wb") as fh:
-                np.save(fh, trusted)
-        write_json_atomic(target.with_suffix(".runs.json"), features_document(a, d, variant))
-        click.echo(f"{a['take_uid']}: {feats.shape[0]} x 263 ({variant}) -> {target}")
+        try:
+            click.echo(_write_features(f, target, variant))
+        except DataError as exc:  # one damaged or unfitted file of a folder: the others still get theirs
+            click.echo(f"no features: {error_in(f, exc)}", err=True)
+            continue
+        written += 1
+    if not written:
+        raise click.ClickException(f"no features written from {path}")
+
+
+def _write_features(f: Path, target: Path, variant: str) -> str:
+    """The HumanML3D features of result file ``f`` written to ``target`` (with the trust mask and the runs'
+    record beside it); returns a summary line."""
+    a = fit_arrays(read_result(f))
+    d = derive_motion(a["joints_smplx"], a["global_orient"], a["valid"], a["fps"], variant=variant,
+                      joint_trusted=a["joint_trusted"])  # fmt: skip
+    feats = d.all_features()
+    with atomic_path(target, suffix=".npy") as tmp, open(tmp, "wb") as fh:
+        np.save(fh, feats)
+    trusted = d.all_feature_trusted()
+    if trusted is not None:
+        with atomic_path(target.with_suffix(".joint_trusted.npy"), suffix=".npy") as tmp, open(tmp, "wb") as fh:
+            np.save(fh, trusted)
+    write_json_atomic(target.with_suffix(".runs.json"), features_document(a, d, variant))
+    return f"{a['take_uid']}: {feats.shape[0]} x 263 ({variant}) -> {target}"

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from motionkit.body.fitting import FACE_KEYPOINTS
+from motionkit.common.errors import DataError
 from motionkit.conventions import COCO17_OFFSET_PARENT, SMPLX_TO_COCO17, TAKE_FPS
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.fitted_body import fitted_body, fitted_valid
@@ -57,11 +58,18 @@ def _circular(t: TakeInput) -> bool:
     return t.detections_source == "annotation"
 
 
-def _load_take(ds: EgoExoDataset, info, fits_dir: Path, cfg: EvalConfig) -> TakeInput | None:
+def _load_take(ds: EgoExoDataset, info, fits_dir: Path, cfg: EvalConfig, unreadable: list[str]) -> TakeInput | None:
+    """The take's fit and its match to the annotations; None without a fit or annotations, and for a
+    damaged result file (appended to ``unreadable``, with a warning: one file does not stop the scores)."""
     p = result_path(fits_dir, info.take_uid)
     if not p.is_file():
         return None
-    res = read_result(p)
+    try:
+        res = read_result(p)
+    except DataError as exc:
+        warnings.warn(f"{exc}; left out of the scores", stacklevel=3)
+        unreadable.append(str(p))
+        return None
     if not res.has_fit:
         return None
     ann = ds.take(info.take_uid).body_annotation("annotation")
@@ -102,9 +110,10 @@ def evaluate(
     def usable(info):
         return not info.excluded_scenario
 
-    n_offset_takes = 0
+    n_offset_takes, unreadable = 0, []
     if offsets is None and offsets_from:
-        train = [t for t in (_load_take(ds, i, fits_dir, cfg) for i in ds.takes(offsets_from) if usable(i)) if t]
+        train = [t for t in (_load_take(ds, i, fits_dir, cfg, unreadable) for i in ds.takes(offsets_from)
+                             if usable(i)) if t]  # fmt: skip
         train = [t for t in train if allow_circular or not _circular(t)]
         n_offset_takes = len(train)
         if train:
@@ -113,7 +122,7 @@ def evaluate(
             warnings.warn(
                 f"no fitted {offsets_from} takes with annotations in {fits_dir}: no corrected figures", stacklevel=2
             )
-    loaded = [t for t in (_load_take(ds, i, fits_dir, cfg) for i in ds.takes(split) if usable(i)) if t]
+    loaded = [t for t in (_load_take(ds, i, fits_dir, cfg, unreadable) for i in ds.takes(split) if usable(i)) if t]
     takes = [t for t in loaded if allow_circular or not _circular(t)]
     scores, jit, slide, seg_n, seg_i = [], [], [], [], []
     for t in takes:
@@ -131,6 +140,7 @@ def evaluate(
     report["detections_source"] = {t.uid: t.detections_source for t in loaded}
     report["circular_takes"] = [t.uid for t in loaded if _circular(t)]
     report["circular_included"] = allow_circular
+    report["unreadable_fits"] = unreadable
     for row in report["per_take"]:
         row["detections_source"] = report["detections_source"][row["take_uid"]]
     report["body_models"] = list({json.dumps(t.body_model, sort_keys=True): t.body_model for t in takes}.values())

@@ -44,6 +44,12 @@ def test_codes_on_a_file_without_fit(tmp_path, synth_root):
     assert r.exit_code == 0
     r = runner.invoke(main, ["codes", str(tmp_path / f"{take.take_uid}.h5")])
     assert r.exit_code != 0 and "has no fit" in r.output
+    fitted = gt_result(synth_root, EgoExoDataset(synth_root).takes()[1].take_uid, tmp_path)
+    for command, written in (("codes", ".codes.json"), ("features", ".hml263.npy")):  # a folder: the others go on
+        r = runner.invoke(main, [command, str(tmp_path)])
+        assert r.exit_code == 0, r.output
+        assert f"no {command}: {tmp_path / take.take_uid}.h5: result of take {take.take_uid} has no fit" in r.output
+        assert fitted.with_suffix(written).is_file()
 
 
 def test_features_are_computed_at_20_fps_whatever_the_fit_rate():
