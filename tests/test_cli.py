@@ -116,6 +116,13 @@ def test_an_output_folder_that_cannot_be_written_fails_before_the_work(tmp_path,
     assert r.exit_code == 1 and str(tmp_path / "a_file") in r.output and "Traceback" not in r.output, r.output
 
 
+def test_status_names_a_damaged_batch_record(tmp_path):
+    (tmp_path / "manifest.jsonl").write_text("")
+    (tmp_path / "batch.json").write_text("garbage")
+    r = CliRunner().invoke(main, ["status", str(tmp_path)])
+    assert r.exit_code == 1 and "batch.json, line 1: malformed JSON" in r.output and "Traceback" not in r.output
+
+
 def test_bad_until(tmp_path, synth_root):
     r = CliRunner().invoke(main, ["fit", "--take", "x", "--root", str(synth_root), "--until", "nonsense"])
     assert r.exit_code != 0 and "unknown stage" in r.output

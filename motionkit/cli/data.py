@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from motionkit.cli.common import clean_errors
+from motionkit.common.files import read_json
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.eval.synthetic_report import dataset_difficulty, format_difficulty
 from motionkit.synthetic.demo import ensure_demo_dataset
@@ -126,7 +127,7 @@ def synth(
         vertical_camera=vertical_camera,
         nan_timesync=nan_timesync,
         body_model=body_model,
-        annotation_offset=None if annotation_offset is None else json.loads(annotation_offset.read_text()),
+        annotation_offset=None if annotation_offset is None else read_json(annotation_offset),
         videos=videos,
         video_scale=video_scale,
         releases=tuple(r.strip() for r in releases.split(",") if r.strip()),

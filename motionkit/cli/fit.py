@@ -12,6 +12,7 @@ from tqdm import tqdm
 from motionkit.batch_report import RUNNING_DIR, batch_report, report_markdown
 from motionkit.cli.common import clean_errors, iters_option, writable_folder
 from motionkit.common.device import resolve_device
+from motionkit.common.files import read_json
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.detect.rfdetr_backend import checkpoints_report
 from motionkit.distributed import BatchConfig, run_batch
@@ -412,7 +413,7 @@ def status(out_dir, as_json) -> None:
     """What a batch writing into OUT_DIR has done so far (or did): outcomes by reason, seconds per stage,
     peak memory per worker, devices, coverage per split and scenario; read from its manifest, no lock."""
     info_path = out_dir / "batch.json"
-    info = json.loads(info_path.read_text()) if info_path.is_file() else {}
+    info = read_json(info_path) if info_path.is_file() else {}
     if not (out_dir / "manifest.jsonl").is_file():
         raise click.ClickException(f"{out_dir}: no manifest.jsonl (not a motionkit batch folder)")
     rep = batch_report(out_dir, info.get("root"), info.get("takes"))

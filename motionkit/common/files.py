@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from motionkit.common import faults
+from motionkit.common.errors import DataError
 
 
 @contextlib.contextmanager
@@ -35,6 +36,21 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """The JSON document in ``path``; ``DataError`` naming the file (and the line) where it is missing or
+    malformed."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(path, "file not found")
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise DataError(path, f"malformed JSON: {exc.msg}", line=exc.lineno) from exc
+    except UnicodeDecodeError as exc:
+        raise DataError(path, f"not a text file ({exc.reason})") from exc
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:

@@ -173,6 +173,8 @@ def load_npz(path: str | Path) -> dict[str, np.ndarray]:
     path = Path(path)
     if not path.is_file():
         raise DataError(path, "file not found")
+    if not zipfile.is_zipfile(path):  # numpy would take it for a pickle and say so
+        raise DataError(path, "not a readable .npz file (not a zip archive: cut short, or another format)")
     out = {}
     try:
         with np.load(path, allow_pickle=False) as z:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import functools
 import hashlib
-import json
 import math
 import os
 import warnings
@@ -21,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from motionkit.common.errors import DataError
-from motionkit.common.files import atomic_path
+from motionkit.common.files import atomic_path, read_json
 from motionkit.common.home import motionkit_home
 from motionkit.conventions import COCO17_INDEX, TAKE_FPS
 from motionkit.data.aria import AriaTrajectory, HeadAnchor, cad_T_device_cpf
@@ -92,16 +91,6 @@ TRAJ_CACHE_VERSION = 1
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-def _read_json(path: Path):
-    if not path.is_file():
-        raise DataError(path, "file not found")
-    try:
-        with open(path) as fh:
-            return json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise DataError(path, f"malformed JSON: {exc.msg}", line=exc.lineno) from exc
-
-
 def _check_quats(path: Path, q: np.ndarray, first_line: int = 2) -> None:
     """Raise on NaN or non-unit quaternions ``(N, 4)``; line numbers count the header as line 1."""
     n = np.linalg.norm(q, axis=1)
@@ -326,7 +315,7 @@ class BodyAnnotation:
 def read_body_annotation(path: str | os.PathLike) -> BodyAnnotation:
     """Parse ``ego_pose/<split>/body/{annotation,automatic}/<take_uid>.json``."""
     path = Path(path)
-    data = _read_json(path)
+    data = read_json(path)
     if not isinstance(data, dict):
         raise DataError(path, "expected a JSON object keyed by frame index")
     rows = []
@@ -413,7 +402,7 @@ def read_camera_pose(path: str | os.PathLike) -> dict:
     """``camera_pose/<take_uid>.json`` -> {cam: {"K": (3,3), "T_cam_world": (4,4), "D": (4,)}} for exo
     cameras, and ``aria01`` -> {"K", "T_cam_world": {frame: (4,4)}}."""
     path = Path(path)
-    data = _read_json(path)
+    data = read_json(path)
     if not isinstance(data, dict):
         raise DataError(path, "expected a JSON object")
     data = _camera_first(data)
@@ -487,7 +476,7 @@ class EgoExoDataset:
         p = self.root / "annotations" / "splits.json"
         if not p.is_file():
             return {}
-        data = _read_json(p)
+        data = read_json(p)
         m = data.get("take_uid_to_split")
         if not isinstance(m, dict):
             raise DataError(p, "missing 'take_uid_to_split'")
@@ -496,7 +485,7 @@ class EgoExoDataset:
     @functools.cached_property
     def _takes(self) -> list[TakeInfo]:
         p = self.root / "takes.json"
-        data = _read_json(p)
+        data = read_json(p)
         if not isinstance(data, list):
             raise DataError(p, "expected a JSON list of takes")
         out = []

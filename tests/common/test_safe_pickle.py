@@ -102,6 +102,12 @@ def test_truncated_or_foreign_files_give_clear_errors(tmp_path):
         load_pickle(path)
     with pytest.raises(DataError, match="file not found"):
         load_pickle(tmp_path / "missing.pkl")
+    good = tmp_path / "good.npz"
+    np.savez(good, v=np.ones(1000))
+    for name, data in (("cut.npz", good.read_bytes()[:300]), ("text.npz", b"not numpy at all\n")):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(DataError, match=rf"{name}: not a readable \.npz file \(not a zip archive"):
+            load_npz(tmp_path / name)  # numpy alone says "contains pickled (object) data"
 
 
 def test_npz_files_load_without_pickles_and_object_arrays_under_the_same_rules(tmp_path):

@@ -121,7 +121,7 @@ def test_prediction_json_with_missing_joints_and_bad_files(tmp_path):
     with pytest.raises(DataError, match=r"preds\.json: take uid-a, frame 0: joints of shape \(1, 2\)"):
         read_release("coco17-json", path, "uid-a", "take_a")
     path.write_text('{"uid-a": ')
-    with pytest.raises(DataError, match=r"preds\.json: line 1: malformed JSON"):
+    with pytest.raises(DataError, match=r"preds\.json, line 1: malformed JSON"):
         read_release("coco17-json", path, "uid-a", "take_a")
 
 

@@ -4,13 +4,13 @@ NaN (or null) for a missing joint; frames are 30 fps take frames."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 
 from motionkit.common.errors import DataError
+from motionkit.common.files import read_json
 from motionkit.data.releases.record import SampledJoints
 
 NATIVE_FPS = 30.0
@@ -26,10 +26,7 @@ def read_file(path: Path) -> dict:
         )
     if not path.is_file():
         raise DataError(path, "prediction file not found")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise DataError(path, f"line {exc.lineno}: malformed JSON ({exc.msg})") from None
+    data = read_json(path)
     if not isinstance(data, dict):
         raise DataError(path, "expected an object {take_uid: {take_name, body: {frame: 17 x 3}}}")
     return data
