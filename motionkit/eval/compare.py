@@ -222,11 +222,19 @@ def compare(
             if ann is not None and len(ann.frames):
                 takes[s].append(_Take(info.take_uid, info.take_name, s, info.n_frames, ann))
     samples: dict[str, dict[str, SampledJoints]] = {m.name: {} for m in methods}
+    unreadable: dict[str, list[str]] = {m.name: [] for m in methods}
     for m in methods:
         cache: dict = {}
         for s in splits:
             for t in takes[s]:
-                got = read_release(m.fmt, m.path, t.uid, t.name, body_model, cache)
+                try:
+                    got = read_release(m.fmt, m.path, t.uid, t.name, body_model, cache)
+                except DataError as exc:  # one take's damaged file: the method's other takes still count
+                    if exc.path is None or Path(exc.path) == Path(m.path):
+                        raise
+                    warnings.warn(f"{m.name}: {exc}; left out", stacklevel=2)
+                    unreadable[m.name].append(exc.path)
+                    continue
                 if got is not None:
                     samples[m.name][t.uid] = got
         if not samples[m.name]:
@@ -238,7 +246,7 @@ def compare(
             what = f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}"
             warnings.warn(f"{name}: {what} match no take of {ds.root / 'takes.json'} and are skipped: "
                           f"{', '.join(entries[:5])}", stacklevel=2)  # fmt: skip
-    counts, chosen = {"unmatched": unmatched}, {}
+    counts, chosen = {"unmatched": unmatched, "unreadable": unreadable}, {}
     for s in splits:
         have = [t for t in takes[s] if all(t.uid in samples[m.name] for m in methods)]
         if intersect and takes[s] and not have and s == split:

@@ -119,11 +119,14 @@ def compare_markdown(report: dict) -> str:
     names = list(report["methods"])
     lines = ["# Refits side by side", ""]
     for split, c in report["takes"].items():
-        if split == "unmatched":
+        if split in ("unmatched", "unreadable"):
             continue
         per = ", ".join(f"{n} {c[n]}" for n in names)
         how = "scored on those" if report["protocol"]["intersect"] else "each scored on its own"
         lines.append(f"- {split}: {c['annotated']} annotated takes; {per}; in common: {c['intersection']} ({how}).")
+    for n, files in report["takes"].get("unreadable", {}).items():
+        if files:
+            lines.append(f"- {n}: {len(files)} damaged file(s) left out: {', '.join(files)}.")
     scored = {s: min(report["methods"][n][s]["n_takes_scored"] for n in names) for s in t9["columns"]}
     lines += ["", "Takes that pass the per-frame filters (every method): "
               + ", ".join(f"{s} {n}" for s, n in scored.items()) + ".", ""]  # fmt: skip

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+import shutil
 
 import h5py
 import numpy as np
@@ -19,6 +20,7 @@ from motionkit.data.releases.egoexo4d_hm import BODY25_TO_COCO17
 from motionkit.eval.compare import Method, compare, official_clip_frames, skeleton_frames
 from motionkit.eval.metrics import pa_mpjpe_naive
 from motionkit.eval.protocol import video_time_coverage
+from motionkit.eval.report import compare_markdown
 from tests.helpers import gt_result
 
 HOLE = range(90, 150)  # take frames EE4D-Motion's stand-in leaves out
@@ -165,3 +167,16 @@ def test_eval_command_writes_both_protocols(default_root, releases, tmp_path):
     assert set(rep["methods"]) == {"motionkit", "biased", "ee4d"} and set(rep["methods"]["ee4d"]) == {"val", "train"}
     assert {"mpjpe_cm", "mpjve", "n_joint_observations", "per_scenario"} <= set(rep["official"]["ee4d"]["val"])
     assert "Table 9" in (tmp_path / "eval.md").read_text() and (tmp_path / "eval_figure37.png").stat().st_size > 1000
+
+
+def test_a_damaged_take_file_leaves_that_take_out_of_its_method(default_root, releases, tmp_path):
+    (train,) = EgoExoDataset(default_root).takes("train")
+    shutil.copytree(releases / "hm", tmp_path / "hm")
+    damaged = tmp_path / "hm" / train.take_name / "points_triangulated_world_results_merged.npz"
+    damaged.write_bytes(damaged.read_bytes()[:200])  # a download cut short
+    methods = [Method("fits", "motionkit", releases / "fits"), Method("hm", "egoexo4d-hm", tmp_path / "hm")]
+    with pytest.warns(UserWarning, match=r"hm: .*merged\.npz: not a readable \.npz file .*; left out"):
+        rep = compare(default_root, methods)
+    assert rep["takes"]["unreadable"] == {"fits": [], "hm": [str(damaged)]}
+    assert rep["takes"]["val"]["intersection"] == 1 and rep["takes"]["train"]["intersection"] == 0
+    assert "hm: 1 damaged file(s) left out" in compare_markdown(rep)
