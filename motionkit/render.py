@@ -19,8 +19,8 @@ import numpy as np
 from motionkit.body.mesh import PosedMesh
 from motionkit.body.model_file import load_model_file
 from motionkit.common.errors import DataError
-from motionkit.data.egoexo4d import EgoExoDataset, Take
-from motionkit.data.fitted_body import fit_model_path, fitted_body, fitted_rig, fitted_valid
+from motionkit.data.egoexo4d import Take
+from motionkit.data.fitted_body import fit_model_path, fitted_body, fitted_rig, fitted_valid, take_of_result
 from motionkit.data.store import TakeResult
 from motionkit.detect.frames import camera_for_video, exo_video_path, iter_frames, video_info
 from motionkit.geometry.camera import Camera
@@ -136,14 +136,7 @@ def render_frames(result: TakeResult, cameras: list[str], take: Take | None = No
 def render_take(result: TakeResult, camera: str, out: Path, root: str | Path | None = None,
                 width: int = PANEL_WIDTH) -> Path:  # fmt: skip
     """Write the overlay video of ``camera`` (a name, or ``all``) to ``out`` (MP4 at the fit rate,
-    atomically). ``root``: the dataset whose videos to draw on (default: the one the fit was made from;
-    grey frames when it or the videos are missing)."""
-    take = None
-    root = root if root is not None else result.attrs.get("dataset_root")
-    if root is not None and Path(root).is_dir():
-        try:
-            take = EgoExoDataset(root).take(str(result.attrs.get("take_uid")))
-        except DataError:
-            take = None
+    atomically). ``root``: the dataset whose videos to draw on (``take_of_result``; grey frames where the
+    dataset the fit was made from, or its videos, are missing)."""
     names = fitted_rig(result).names if camera == "all" else [camera]
-    return write_video(Path(out), render_frames(result, names, take, width), fps=result.fps)
+    return write_video(Path(out), render_frames(result, names, take_of_result(result, root), width), fps=result.fps)

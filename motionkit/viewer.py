@@ -27,8 +27,8 @@ from motionkit.body.model_file import load_model_file
 from motionkit.common.errors import DataError
 from motionkit.common.files import write_text_atomic
 from motionkit.conventions import COCO17_NAMES, TAKE_FPS
-from motionkit.data.egoexo4d import EgoExoDataset, Take
-from motionkit.data.fitted_body import fit_model_path, fitted_body, fitted_rig, fitted_valid
+from motionkit.data.egoexo4d import Take
+from motionkit.data.fitted_body import fit_model_path, fitted_body, fitted_rig, fitted_valid, take_of_result
 from motionkit.data.store import TakeResult
 from motionkit.detect.frames import exo_video_path, read_frames
 from motionkit.geometry.rotations import matrix_to_quat_xyzw
@@ -241,22 +241,11 @@ class Viewer:
             time.sleep(1.0 / self.scene.fps)
 
 
-def open_take(result: TakeResult, root: str | Path | None = None) -> Take | None:
-    """The dataset take of a result (``root``, or the dataset the fit was made from), or None."""
-    root = root if root is not None else result.attrs.get("dataset_root")
-    if root is None or not Path(root).is_dir():
-        return None
-    try:
-        return EgoExoDataset(root).take(str(result.attrs.get("take_uid")))
-    except DataError:
-        return None
-
-
 def serve(result: TakeResult, port: int = 8080, root=None, colour_by_error: bool = False, host: str = "0.0.0.0"):
     """Start a viser server showing the take; returns ``(server, viewer)`` (the caller keeps it alive)."""
     viser = import_viser()
     server = viser.ViserServer(host=host, port=port, verbose=False)
-    viewer = Viewer(server, take_scene(result, open_take(result, root)), colour_by_error)
+    viewer = Viewer(server, take_scene(result, take_of_result(result, root)), colour_by_error)
     threading.Thread(target=viewer.run, daemon=True).start()
     return server, viewer
 
@@ -266,7 +255,7 @@ def write_recording(result: TakeResult, out: Path, root=None, colour_by_error: b
     viser = import_viser()
     server = viser.ViserServer(port=port or 8099, verbose=False)
     try:
-        viewer = Viewer(server, take_scene(result, open_take(result, root)), colour_by_error)
+        viewer = Viewer(server, take_scene(result, take_of_result(result, root)), colour_by_error)
         rec = server.get_scene_serializer()
         for m in range(len(viewer.scene.joints)):
             viewer.show(m)

@@ -17,8 +17,9 @@ import pytest
 from click.testing import CliRunner
 
 from motionkit.cli import main
+from motionkit.data.fitted_body import take_of_result
 from motionkit.data.store import read_result
-from motionkit.viewer import open_take, serve, take_scene, write_recording
+from motionkit.viewer import serve, take_scene, write_recording
 
 HAVE_VISER = importlib.util.find_spec("viser") is not None
 needs_viser = pytest.mark.skipif(not HAVE_VISER, reason="viser is not installed (pip install 'motionkit[viz]')")
@@ -41,7 +42,7 @@ def test_without_viser_the_command_says_how_to_install_it(fitted_with_videos, mo
 def test_scene_holds_the_fitted_body_cameras_and_trajectory(fitted_with_videos):
     root, uid, path = fitted_with_videos
     result = read_result(path)
-    scene = take_scene(result, open_take(result))
+    scene = take_scene(result, take_of_result(result))
     M = len(result["time_s"])
     assert scene.joints.shape == (M, 55, 3) and scene.rotations.shape == (M, 55, 3, 3)
     np.testing.assert_allclose(scene.joints[:, 0], result["joints/smplx"][:, 0], atol=1e-6)  # the fitted pelvis

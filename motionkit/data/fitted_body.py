@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ import torch
 from motionkit.body.model import BodyModel
 from motionkit.body.model_file import ENV_VAR, default_synthetic_model_path, load_model_file
 from motionkit.common.errors import DataError
+from motionkit.data.egoexo4d import EgoExoDataset, Take
 from motionkit.data.store import TakeResult
 from motionkit.geometry.camera import Camera, CameraRig
 
@@ -86,3 +88,24 @@ def fitted_rig(result: TakeResult) -> CameraRig:
     return CameraRig(
         [Camera(n, int(s[0]), int(s[1]), p, T) for n, s, p, T in zip(names, sizes, params, poses, strict=True)]
     )
+
+
+def take_of_result(result: TakeResult, root: str | os.PathLike | None = None) -> Take | None:
+    """The dataset take a fit was made from, for its videos, calibration and annotations: in ``root`` when
+    given (``DataError`` where it is not there: the user named that dataset), else in the dataset the
+    result records (``dataset_root``); None, with a warning, where that is not on this machine or no
+    longer holds the take."""
+    uid = str(result.attrs.get("take_uid"))
+    if root is not None:
+        if not Path(root).is_dir():
+            raise DataError(root, "dataset folder not found")
+        return EgoExoDataset(root).take(uid)
+    recorded = result.attrs.get("dataset_root")
+    try:
+        if not recorded or not Path(recorded).is_dir():
+            raise DataError(recorded, "dataset folder not found")
+        return EgoExoDataset(recorded).take(uid)
+    except DataError as exc:
+        warnings.warn(f"{result.path or uid}: the dataset it was fitted from is not here ({exc}); going on "
+                      "without its videos and annotations", stacklevel=2)  # fmt: skip
+        return None

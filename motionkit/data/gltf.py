@@ -43,8 +43,8 @@ from motionkit.conventions import (
     TAKE_FPS,
 )
 from motionkit.data.bvh import filled_parameters, joint_trust
-from motionkit.data.egoexo4d import BodyAnnotation, EgoExoDataset
-from motionkit.data.fitted_body import fit_model_path, fitted_rig
+from motionkit.data.egoexo4d import BodyAnnotation
+from motionkit.data.fitted_body import fit_model_path, fitted_rig, take_of_result
 from motionkit.data.store import TakeResult
 from motionkit.geometry.interpolation import valid_runs
 
@@ -120,12 +120,8 @@ class _Extras:
 
 def _dataset_extras(result: TakeResult, b: _Builder) -> _Extras:
     out = _Extras()
-    root = result.attrs.get("dataset_root")
-    if not root or not Path(root).is_dir():
-        return out
-    try:
-        take = EgoExoDataset(root).take(str(result.attrs["take_uid"]))
-    except (DataError, KeyError, OSError):
+    take = take_of_result(result)
+    if take is None:
         return out
     # the cameras in the fitted body's world (fit/world_shift_m); a result without its cameras: the calibration
     rig = fitted_rig(result) if "cameras/size" in result.arrays else take.rig

@@ -5,8 +5,10 @@ import pytest
 from motionkit.body.model_file import ENV_VAR, default_synthetic_model_path, load_model_file
 from motionkit.body.synthetic_model import generate_synthetic_smplx
 from motionkit.common.errors import DataError
-from motionkit.data.fitted_body import fit_model_path
-from motionkit.data.store import TakeResult
+from motionkit.data.egoexo4d import EgoExoDataset
+from motionkit.data.fitted_body import fit_model_path, take_of_result
+from motionkit.data.store import TakeResult, read_result
+from tests.helpers import gt_result
 
 
 def _made_with(path) -> TakeResult:
@@ -40,3 +42,19 @@ def test_a_synthetic_fit_gets_the_synthetic_model_whatever_the_environment_names
     result.attrs["config"] = json.dumps({"body_model": None})  # as the demo's fits record it
     monkeypatch.setenv(ENV_VAR, str(generate_synthetic_smplx(tmp_path / "real.npz", seed=3)))
     assert fit_model_path(result) == str(default_synthetic_model_path())
+
+
+def test_the_take_of_a_result_is_found_or_its_absence_said(synth_root, default_root, tmp_path):
+    uid = EgoExoDataset(synth_root).takes()[0].take_uid
+    result = read_result(gt_result(synth_root, uid, tmp_path))
+    assert take_of_result(result).uid == uid  # the dataset the fit was made from
+    with pytest.raises(DataError, match=rf"takes\.json: take '{uid}' not found"):
+        take_of_result(result, default_root)  # a dataset the user names must hold the take
+    with pytest.raises(DataError, match="dataset folder not found"):
+        take_of_result(result, tmp_path / "nowhere")
+    result.attrs["dataset_root"] = str(tmp_path / "moved")
+    with pytest.warns(
+        UserWarning,
+        match=rf"{uid}\.h5: the dataset it was fitted from is not here .*; going on without its videos and annotations",
+    ):
+        assert take_of_result(result) is None  # videos and annotations are extras: grey frames, no keypoints
