@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from motionkit.cli.common import clean_errors
+from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.observations import read_observations
 from motionkit.data.store import read_result
 from motionkit.eval.compare import Method, compare, read_segments
@@ -155,7 +156,9 @@ def eval_cmd(
                 "against the same annotations is circular. Fit from an observation cache or the videos "
                 "(RF-DETR), or pass --allow-circular to score them anyway."
             )
-        raise click.ClickException(f"no fitted {split} takes with manual annotations in {fits_dir}")
+        splits = sorted({str(t.split) for t in EgoExoDataset(root).takes()})
+        raise click.ClickException(f"no fitted {split} takes with manual annotations in {fits_dir} "
+                                   f"(splits of {root}: {', '.join(splits) or 'none'})")  # fmt: skip
     if report["circular_takes"] and not allow_circular:
         click.echo(
             f"left out {len(report['circular_takes'])} take(s) fitted to annotation2D (circular); "

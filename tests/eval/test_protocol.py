@@ -84,3 +84,6 @@ def test_eval_command_writes_report(offset_datasets, tmp_path):
 def test_eval_without_fits_fails_clearly(synth_root, tmp_path):
     r = CliRunner().invoke(main, ["eval", "--root", str(synth_root), "--fits", str(tmp_path)])
     assert r.exit_code != 0 and "no fitted val takes" in r.output
+    r = CliRunner().invoke(main, ["eval", "--root", str(synth_root), "--fits", str(tmp_path), "--split", "vla"])
+    assert r.exit_code != 0 and f"no fitted vla takes with manual annotations in {tmp_path} (splits of " in r.output
+    assert r.output.rstrip().endswith(": train, val)")  # a typo'd split: the ones there are
