@@ -63,18 +63,19 @@ def _frames(take: Take | None, cam: Camera, frame_index: np.ndarray, width: int)
     path = exo_video_path(take, cam.name) if take is not None else None
     scaled = cam.scaled(width / cam.width)
     grey = np.full((scaled.height, scaled.width, 3), INVALID_GREY, np.uint8)
-    try:
-        _n, w, h = video_info(path) if path is not None and path.is_file() else (0, 0, 0)
-    except DataError as exc:
-        warnings.warn(f"{exc}: {cam.name} drawn on grey", stacklevel=2)
-        path = None
-    if path is None or not path.is_file():
+    size = None
+    if path is not None and path.is_file():
+        try:
+            _n, *size = video_info(path)
+        except DataError as exc:
+            warnings.warn(f"{exc}: {cam.name} drawn on grey", stacklevel=2)
+    if size is None:
         for _ in frame_index:
             yield grey.copy(), scaled
         return
     import cv2
 
-    vcam = camera_for_video(cam, w, h)
+    vcam = camera_for_video(cam, *size)
     for batch in iter_frames(path, frame_index):
         for img, ok in zip(batch.frames, batch.ok, strict=True):
             if not ok or img is None:

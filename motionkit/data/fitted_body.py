@@ -34,12 +34,12 @@ def fit_model_path(result: TakeResult) -> str:
         candidates.append(str(default_synthetic_model_path()))
     if os.environ.get(ENV_VAR):
         candidates.append(os.environ[ENV_VAR])
-    want = identity.get("sha256")
-    for candidate in dict.fromkeys(candidates):
+    want, candidates = identity.get("sha256"), list(dict.fromkeys(candidates))  # each file once
+    for candidate in candidates:
         model = load_model_file(candidate)
         if want is None or model.sha256 == want:
             return model.path
-    tried = ", ".join(dict.fromkeys(candidates)) or "none"
+    tried = ", ".join(candidates) or "none"
     raise DataError(result.path, f"the body model that made this fit ({identity.get('file') or recorded}, sha256 "
                                  f"{str(want)[:12]}...) is not on this machine (tried: {tried}); set ${ENV_VAR} "
                                  "to your copy of it")  # fmt: skip
