@@ -18,7 +18,9 @@ For each scenario: ``--takes`` takes of ``--duration`` s (splits val, train, tra
 Prints two Markdown tables. ``DIR/<scenario>/`` keeps each dataset and its fits; a scenario whose fits are
 there already is only scored again (``--refit`` fits again).
 
-Usage: ``python benchmarks/bench_scenarios.py DIR [--seed 31] [--takes 3] [--duration 20] [--scenarios a,b]``.
+Usage: ``python benchmarks/bench_scenarios.py DIR [--seed 31] [--takes 3] [--duration 20] [--scenarios a,b]
+[--set LEAF=VALUE ...]``; ``--set body_fit.w_bones=1`` measures an opt-in (a DIR of its own keeps the
+default's fits: a scenario fitted with another config is fitted again).
 """
 
 from __future__ import annotations
@@ -34,26 +36,31 @@ from pathlib import Path
 import numpy as np
 
 
-def fit_synthetic(folder: Path, cfg, refit: bool = False) -> dict:
+def fit_synthetic(folder: Path, cfg, refit: bool = False, pipeline=None) -> dict:
     """Write the synthetic dataset of ``cfg`` (a ``SynthConfig``) to ``folder`` and fit every take on the
-    CPU into ``folder/fits``; returns (and keeps in ``folder/timing.json``, reused unless ``refit``) the
-    fit's wall time, the minutes of take and the number of takes. ``bench_presets.py`` fits with it too."""
+    CPU into ``folder/fits`` with ``pipeline`` (a ``PipelineConfig``; default: the defaults on the CPU);
+    returns (and keeps in ``folder/timing.json``, reused unless ``refit`` or another config) the fit's
+    wall time, the minutes of take and the number of takes. ``bench_presets.py`` fits with it too."""
     from motionkit import kernels
     from motionkit.data.egoexo4d import EgoExoDataset
     from motionkit.pipeline import PipelineConfig, run_take
     from motionkit.synthetic.writer import write_synthetic_dataset
 
+    pipeline = pipeline or PipelineConfig(device="cpu")
+    config = json.loads(json.dumps(pipeline.result_dict()))  # what the fits' reuse hash covers
     timing = folder / "timing.json"
     if timing.is_file() and not refit:
-        return json.loads(timing.read_text())
+        rec = json.loads(timing.read_text())
+        if rec.get("config", config) == config:  # records without a config are of the defaults
+            return rec
     uids = write_synthetic_dataset(folder, cfg)
     shutil.rmtree(folder / "fits", ignore_errors=True)  # results of the same config would be reused, not timed
     kernels.ensure_loaded(cuda=False)  # a fresh MOTIONKIT_HOME builds the CPU operators once: not the fit's time
     t0 = time.perf_counter()
     for uid in uids:
-        run_take(folder, uid, folder / "fits", PipelineConfig(device="cpu"), progress=False, plot=False)
+        run_take(folder, uid, folder / "fits", pipeline, progress=False, plot=False)
     minutes = sum(t.duration_s for t in EgoExoDataset(folder).takes()) / 60.0
-    rec = {"fit_wall_s": time.perf_counter() - t0, "take_minutes": minutes, "takes": len(uids)}
+    rec = {"fit_wall_s": time.perf_counter() - t0, "take_minutes": minutes, "takes": len(uids), "config": config}
     timing.write_text(json.dumps(rec))
     return rec
 
@@ -62,7 +69,28 @@ def fit_scenario(folder: Path, name: str, args) -> dict:
     from motionkit.synthetic.writer import SynthConfig
 
     cfg = SynthConfig(takes=args.takes, seed=args.seed, duration=args.duration, preset=args.preset, scenario=name)
-    return fit_synthetic(folder, cfg, args.refit)
+    return fit_synthetic(folder, cfg, args.refit, pipeline_config(args.set))
+
+
+def pipeline_config(settings: list[str]):
+    """The CPU fit's ``PipelineConfig`` with each ``LEAF=VALUE`` of ``settings`` set (the value read as
+    JSON where it parses, else as text): ``["body_fit.w_bones=1", "trust.limb_trust_views=3"]``."""
+    from motionkit.pipeline.config import PipelineConfig, config_leaves, with_leaf
+
+    cfg = PipelineConfig(device="cpu")
+    for item in settings:
+        path, sep, text = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--set {item!r}: expected LEAF=VALUE, e.g. body_fit.w_bones=1")
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        default = config_leaves(cfg).get(path)
+        if isinstance(default, float) and type(value) is int:
+            value = float(value)  # as the CLI's option gives it: the same config hash
+        cfg = with_leaf(cfg, path, tuple(value) if isinstance(value, list) else value)
+    return cfg
 
 
 def score_scenario(folder: Path) -> dict:
@@ -95,6 +123,13 @@ def main() -> None:
     ap.add_argument("--preset", default="realistic")
     ap.add_argument("--scenarios", default=",".join(SCENARIO_NAMES))
     ap.add_argument("--refit", action="store_true")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="LEAF=VALUE",
+        help="Fit with this config leaf set (repeatable), e.g. body_fit.w_bones=1.",
+    )
     args = ap.parse_args()
     os.environ.setdefault("MOTIONKIT_HOME", str(args.dir / "home"))
     rows = []

@@ -19,8 +19,11 @@ A gradient-boosted classifier (scikit-learn, not a motionkit dependency: ``pip i
 learns, on the ``--train`` seeds, which trusted joints are more than 50 mm off. On the other seeds, for
 each threshold on its probability, the script untrusts the joints above it and prints per scenario
 the worst seed's joint false trust, the range of joint missed failures and the lowest joint coverage
-(``synth-report``'s definitions). A rule that uses only these signals, however it combines them, is
-unlikely to do better than this frontier on the same seeds.
+(``synth-report``'s definitions). Its last row is the counted opt-in that asks three supporting views
+of a limb (``motionkit fit --limb-trust-views 3``), computed from the same fits. A rule that uses only
+these signals, however it combines them, is unlikely to do better than this frontier on the same
+seeds. A second table says, per scenario over every seed, what the trusted landmarks more than 50 mm
+off have more often than the others: exactly two supporting views, wrists, speed.
 
 Usage: ``python benchmarks/trust_frontier.py DIR [--train 31,41,51]``, after ``python
 benchmarks/bench_scenarios.py DIR/r<seed> --seed <seed>`` for the training seeds and at least one
@@ -36,14 +39,15 @@ from pathlib import Path
 import numpy as np
 from scipy.ndimage import uniform_filter1d
 
-from motionkit.body.quality import TrustConfig, observation_support, steady_support, view_pair_sine
-from motionkit.conventions import COCO17_BODY
+from motionkit.body.quality import TrustConfig, observation_support, steady_support, view_pair_sine, views_needed
+from motionkit.conventions import COCO17_BODY, COCO17_INDEX
 from motionkit.data.store import read_result
 from motionkit.eval.synthetic_report import failures, joint_counts, read_gt, truth_at_samples
 from motionkit.geometry.camera import Camera, CameraRig
 from motionkit.geometry.rotations import invert_transform
 
 BODY = np.array(COCO17_BODY)
+WRISTS = [COCO17_INDEX["left-wrist"], COCO17_INDEX["right-wrist"]]
 SIGNALS = ("landmark", "support", "steady_support", "support_0.55s", "pair_sine", "residual_mean", "residual_max",
            "confidence_min", "confidence_mean", "weight_sum", "speed", "acceleration", "frame_views",
            "frame_reprojection_px", "triangulated_mm")  # fmt: skip
@@ -123,6 +127,32 @@ def shares(takes: list[dict], untrust) -> tuple[float, float, float]:
         return tuple(100 * n[:, 0] / n[:, 1])
 
 
+def describe_wrong(takes: list[dict]) -> str:
+    """One table row's cells: of the trusted body landmarks of ``takes``, the share more than 50 mm off,
+    and for those / the others: the share that exactly two views support (steady), the share of wrists
+    and the median speed (m/s)."""
+    x, y = training_rows(takes)
+    support, landmark = x[:, SIGNALS.index("steady_support")], x[:, SIGNALS.index("landmark")]
+    wrist, speed = np.isin(landmark, WRISTS), x[:, SIGNALS.index("speed")]
+    cells = [f"{y.mean():.1%}"]
+    for values, fmt in ((support == 2, "{:.0%}"), (wrist, "{:.0%}"), (speed, "{:.2f}")):
+        stat = np.median if fmt == "{:.2f}" else np.mean
+        cells.append(f"{fmt.format(stat(values[y]))} / {fmt.format(stat(values[~y]))}")
+    return " | ".join(cells)
+
+
+def counted_rule(cfg: TrustConfig):
+    """The untrust rule of a stricter counted trust ``cfg`` (``body.quality.stricter_trust``): a landmark
+    whose steady support is under the views ``cfg`` asks of it (``views_needed``)."""
+    need = views_needed(cfg)
+
+    def untrust(signals: np.ndarray) -> np.ndarray:
+        landmark = signals[..., SIGNALS.index("landmark")].astype(int)
+        return signals[..., SIGNALS.index("steady_support")] < need[landmark]
+
+    return untrust
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dir", type=Path)
@@ -161,6 +191,7 @@ def main() -> None:
     print("\n| rule | " + " | ".join(scenarios) + " |\n|---|" + "---|" * len(scenarios))
     rules = [("as fitted", lambda s: np.zeros(s.shape[:-1], dtype=bool))]
     rules += [(f"p > {t:g}", above(t)) for t in THRESHOLDS]
+    rules += [("three views for a limb (opt-in)", counted_rule(TrustConfig(limb_trust_views=3)))]
     for name, untrust in rules:
         cells = []
         for scenario in scenarios:
@@ -172,6 +203,12 @@ def main() -> None:
     print(
         "\ncells: worst seed's joint false trust / joint missed failures (range over seeds) / lowest joint coverage, %"
     )
+    print("\nthe trusted body landmarks more than 50 mm off (wrong) against the others (right), every seed:")
+    print("| scenario | trusted body landmarks > 50 mm off | exactly two views: wrong / right | wrists: wrong / right "
+          "| median speed (m/s): wrong / right |\n|---|---|---|---|---|")  # fmt: skip
+    for scenario in scenarios:
+        pooled = [t for (_, sc), ts in takes.items() if sc == scenario for t in ts]
+        print(f"| {scenario} | {describe_wrong(pooled)} |")
 
 
 if __name__ == "__main__":

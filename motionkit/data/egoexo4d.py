@@ -597,10 +597,10 @@ class Take:
         bad = [c.name for c, q in rows if q not in (1, INVALID_CALIBRATION)]
         invalid = [f"{c.name} ({c.meta['invalid']})" for c, q in rows if q == INVALID_CALIBRATION]
         if bad:
-            warnings.warn(f"{self.calibration_path}: skipping cameras with quality != 1: {bad}", stacklevel=2)
+            warnings.warn(f"{self.calibration_path}: skipping cameras with quality != 1: {bad}", stacklevel=3)
         if invalid:
             warnings.warn(f"{self.calibration_path}: skipping cameras with an unusable calibration: "
-                          f"{'; '.join(invalid)}", stacklevel=2)  # fmt: skip
+                          f"{'; '.join(invalid)}", stacklevel=3)  # fmt: skip
         if not good:
             why = [f"quality != 1: {', '.join(bad)}"] if bad else []
             why += [f"unusable calibration: {'; '.join(invalid)}"] if invalid else []

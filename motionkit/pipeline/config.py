@@ -116,8 +116,6 @@ class PipelineConfig:
         """A config with the leaves at the given dotted paths set and every other leaf at its default."""
         cfg = cls()
         for path, value in leaves.items():
-            if path not in config_leaves(cfg):
-                raise ValueError(f"no option {path!r} in PipelineConfig")
             _set_leaf(cfg, path, value)
         _check(cfg)  # once all are set: a sub-config's rule may tie two of its leaves
         return cfg
@@ -135,14 +133,21 @@ class PipelineConfig:
 
 
 def _set_leaf(cfg: Any, path: str, value: Any) -> None:
-    """Set the leaf at dotted ``path`` (frozen sub-configs are replaced, not mutated)."""
+    """Set the leaf at dotted ``path`` of the top config ``cfg`` (frozen sub-configs are replaced, not
+    mutated); a path that names no leaf is a ``ValueError``."""
+    if path not in config_leaves(cfg):
+        raise ValueError(f"no option {path!r} in {type(cfg).__name__}")
+    _replace_leaf(cfg, path, value)
+
+
+def _replace_leaf(cfg: Any, path: str, value: Any) -> None:
     head, _, rest = path.partition(".")
     if not rest:
         object.__setattr__(cfg, head, value)
         return
     child = getattr(cfg, head)
     child = copy.copy(child)  # a copy: sub-configs may be shared defaults (checked later, ``_check``)
-    _set_leaf(child, rest, value)
+    _replace_leaf(child, rest, value)
     object.__setattr__(cfg, head, child)
 
 

@@ -84,6 +84,15 @@ def test_the_tree_round_trips_through_json():
         PipelineConfig.from_dict({"no_such_option": 1})
 
 
+@pytest.mark.parametrize("path", ["body_fit.no_such_leaf", "no_such_option", "body_fit", "fps.x"])
+def test_setting_a_path_that_names_no_leaf_is_an_error(path):
+    # a mistyped leaf must not become an attribute outside the tree (and outside the reuse hash)
+    with pytest.raises(ValueError, match=f"no option '{path}' in PipelineConfig"):
+        with_leaf(PipelineConfig(), path, 1)
+    with pytest.raises(ValueError, match=f"no option '{path}' in PipelineConfig"):
+        PipelineConfig.from_leaves({path: 1})
+
+
 def test_configs_written_before_a_leaf_moved_read_it_at_its_new_place():
     old = {"body_fit": {"max_gap_s": 0.3, "min_seen_run_s": 0.2, "iters": [5, 10, 5]}}  # as 0.9.x wrote them
     cfg = PipelineConfig.from_dict(old)
