@@ -135,8 +135,8 @@ def describe_wrong(takes: list[dict]) -> str:
     support, landmark = x[:, SIGNALS.index("steady_support")], x[:, SIGNALS.index("landmark")]
     wrist, speed = np.isin(landmark, WRISTS), x[:, SIGNALS.index("speed")]
     cells = [f"{y.mean():.1%}"]
-    for values, fmt in ((support == 2, "{:.0%}"), (wrist, "{:.0%}"), (speed, "{:.2f}")):
-        stat = np.median if fmt == "{:.2f}" else np.mean
+    columns = ((support == 2, np.mean, "{:.0%}"), (wrist, np.mean, "{:.0%}"), (speed, np.median, "{:.2f}"))
+    for values, stat, fmt in columns:
         cells.append(f"{fmt.format(stat(values[y]))} / {fmt.format(stat(values[~y]))}")
     return " | ".join(cells)
 
