@@ -89,7 +89,10 @@ def pipeline_config(settings: list[str]):
         default = config_leaves(cfg).get(path)
         if isinstance(default, float) and type(value) is int:
             value = float(value)  # as the CLI's option gives it: the same config hash
-        cfg = with_leaf(cfg, path, tuple(value) if isinstance(value, list) else value)
+        try:
+            cfg = with_leaf(cfg, path, tuple(value) if isinstance(value, list) else value)
+        except ValueError as exc:  # no such leaf, or a value its config refuses
+            raise SystemExit(f"--set {item!r}: {exc}") from None
     return cfg
 
 

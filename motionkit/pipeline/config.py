@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -95,6 +96,7 @@ class PipelineConfig:
             raise ValueError(f"association must be one of {', '.join(ASSOCIATION_MODES)}; got {self.association!r}")
         if self.kernels not in KERNEL_MODES:
             raise ValueError(f"kernels must be one of {', '.join(KERNEL_MODES)}; got {self.kernels!r}")
+        _check_numbers(self)
 
     def to_dict(self) -> dict:
         """Every leaf, nested as the tree is (JSON-ready but for tuples)."""
@@ -178,6 +180,21 @@ def _from_dict(cls: type, d: dict) -> Any:
         raise ValueError(f"unknown {cls.__name__} option(s): {', '.join(sorted(unknown))}")
     kw.update({k: v for k, v in d.items() if cls is PipelineConfig and k in SHORTCUTS})
     return cls(**kw)
+
+
+def _check_numbers(cfg: PipelineConfig) -> None:
+    """Every number of the tree (weights, thresholds, sigmas, counts, durations; in tuples too) is finite
+    and not negative, and ``fps`` is positive: a ``ValueError`` naming the leaf. No leaf means anything
+    below zero (each turns its rule off at 0), and a sign typo would otherwise fit quietly with the
+    term reversed."""
+    for path, value in config_leaves(cfg).items():
+        for x in value if isinstance(value, tuple) else (value,):
+            if isinstance(x, bool) or not isinstance(x, int | float):
+                continue
+            if not (math.isfinite(x) and x >= 0):
+                raise ValueError(f"{path} must be a finite number >= 0; got {value!r}")
+    if not cfg.fps > 0:
+        raise ValueError(f"fps must be > 0; got {cfg.fps!r}")
 
 
 def config_leaves(cfg: Any, prefix: str = "") -> dict[str, Any]:

@@ -84,6 +84,30 @@ def test_the_tree_round_trips_through_json():
         PipelineConfig.from_dict({"no_such_option": 1})
 
 
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [("body_fit.w_bones", -1.0), ("trust.max_gap_s", float("nan")), ("body_fit.w_3d", (0.1, -0.01)),
+     ("swaps.min_error_px", float("inf")), ("body_fit.second_pass_rounds", -2), ("fps", 0.0)],
+)  # fmt: skip
+def test_a_negative_or_non_finite_number_is_refused_with_its_leaf(path, value):
+    # every rule turns off at 0; below it a weight would reverse its term and fit quietly
+    refused = path.replace(".", r"\.") + " must be"
+    with pytest.raises(ValueError, match=refused):
+        with_leaf(PipelineConfig(), path, value)
+    with pytest.raises(ValueError, match=refused):
+        PipelineConfig.from_leaves({path: value})
+    head, _, leaf = path.rpartition(".")
+    nested = {head: {leaf: list(value) if isinstance(value, tuple) else value}} if head else {leaf: value}
+    with pytest.raises(ValueError, match=refused):
+        PipelineConfig.from_dict(nested)
+
+
+def test_every_default_passes_the_number_check():
+    # zeros are allowed (a rule turned off): the defaults hold some
+    zeroed = with_leaf(with_leaf(PipelineConfig(), "body_fit.w_floor", 0.0), "body_fit.w_3d", (0.1, 0.0))
+    assert zeroed.body_fit.w_floor == 0.0 and zeroed.body_fit.w_3d == (0.1, 0.0)
+
+
 @pytest.mark.parametrize("path", ["body_fit.no_such_leaf", "no_such_option", "body_fit", "fps.x"])
 def test_setting_a_path_that_names_no_leaf_is_an_error(path):
     # a mistyped leaf must not become an attribute outside the tree (and outside the reuse hash)
