@@ -34,7 +34,7 @@ from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
     "--seed",
     default=0,
     show_default=True,
-    type=int,
+    type=click.IntRange(min=0),
     help="Random seed (output is deterministic).",
 )
 @click.option(

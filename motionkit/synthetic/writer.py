@@ -128,6 +128,9 @@ class SynthConfig:
     def __post_init__(self) -> None:
         if self.preset not in PRESETS:
             raise ValueError(f"unknown preset {self.preset!r}; presets: {', '.join(PRESET_NAMES)}")
+        if not (self.takes >= 1 and self.seed >= 0 and self.duration > 0):  # numpy's generators take no negative seed
+            raise ValueError(f"synthetic takes need takes >= 1, seed >= 0, duration > 0; got takes={self.takes}, "
+                             f"seed={self.seed}, duration={self.duration}")  # fmt: skip
         sc = scenario(self.scenario)
         for k in ("cameras", "companion_near_m"):  # the scenario's scene wins over the preset's
             if getattr(self, k) is None and getattr(sc, k) is not None:

@@ -97,3 +97,10 @@ def test_same_seed_and_preset_give_identical_files(tmp_path):
 def test_unknown_preset_is_refused():
     with pytest.raises(ValueError, match="unknown preset"):
         SynthConfig(preset="easy")
+
+
+@pytest.mark.parametrize("kw", [{"seed": -3}, {"takes": 0}, {"duration": 0.0}])
+def test_a_config_no_take_can_be_drawn_from_is_refused(kw):
+    # before: a negative seed got as far as numpy's generator ("expected non-negative integer")
+    with pytest.raises(ValueError, match="synthetic takes need takes >= 1, seed >= 0, duration > 0"):
+        SynthConfig(**kw)
