@@ -44,6 +44,11 @@ EXECUTORS = ("local", "ray", "slurm")
 
 @dataclass
 class BatchConfig:
+    """How ``run_batch`` runs the takes (``motionkit batch``'s options): the ``executor`` (``EXECUTORS``),
+    its parallelism and each task's CPUs, GPUs (a fraction on Ray) and takes (fitted in one batched
+    optimisation), retries of a task that failed for a reason other than its data, ``force`` (fit again
+    what could be reused), and the Ray and Slurm settings. Counts below their least are refused."""
+
     executor: str = "local"
     workers: int = 2  # local: processes; slurm: array parallelism
     cpus_per_task: int = 1
@@ -56,6 +61,16 @@ class BatchConfig:
     slurm_time_min: int = 60
     slurm_local: bool = False  # submitit's local executor (tests, single machine)
     slurm_folder: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.executor not in EXECUTORS:
+            raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; got {self.executor!r}")
+        counts = {"workers": 1, "cpus_per_task": 1, "takes_per_task": 1, "retries": 0, "slurm_time_min": 1}
+        for name, least in counts.items():
+            if not getattr(self, name) >= least:
+                raise ValueError(f"BatchConfig.{name} must be >= {least}; got {getattr(self, name)!r}")
+        if not self.gpus_per_task >= 0:
+            raise ValueError(f"BatchConfig.gpus_per_task must be >= 0; got {self.gpus_per_task!r}")
 
 
 def _task_config(fit_config: dict) -> PipelineConfig:
@@ -377,8 +392,6 @@ def run_batch(root, out_dir, take_uids: list[str], fit_config: PipelineConfig, b
     other than data errors (a killed worker, out of memory, a crash) are retried up to ``bc.retries``
     times, their reasons kept in the manifest; the batch report (``motionkit.batch_report``) is written at
     the end and on interruption (``motionkit status`` shows it while the batch runs)."""
-    if bc.executor not in EXECUTORS:
-        raise ValueError(f"executor must be one of {EXECUTORS}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest = out_dir / MANIFEST

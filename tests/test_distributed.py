@@ -189,6 +189,18 @@ def test_killed_worker_and_full_disk_are_recorded_and_retried(six_takes, tmp_pat
     assert rep["overhead_seconds"]["n"] == len(takes) and 0 < rep["overhead_seconds"]["median"] < max(walls)
 
 
+@pytest.mark.parametrize(
+    ("kw", "refused"),
+    [({"executor": "slurmm"}, "executor must be one of local, ray, slurm"), ({"workers": 0}, "workers"),
+     ({"takes_per_task": 0}, "takes_per_task"), ({"retries": -1}, "retries"),
+     ({"gpus_per_task": -0.5}, "gpus_per_task")],
+)  # fmt: skip
+def test_a_batch_config_that_cannot_run_is_refused_when_made(kw, refused):
+    # before, only the executor was checked, and only once run_batch started
+    with pytest.raises(ValueError, match=refused):
+        BatchConfig(**kw)
+
+
 def test_the_signal_is_named_when_the_pool_thread_reaped_the_worker_first():
     """The pool's own thread and the driver both wait for a broken worker; the one that loses sees no
     status for a moment (ECHILD) and must wait for it rather than report an unknown end."""
