@@ -65,12 +65,11 @@ class BatchConfig:
     def __post_init__(self) -> None:
         if self.executor not in EXECUTORS:
             raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}; got {self.executor!r}")
-        counts = {"workers": 1, "cpus_per_task": 1, "takes_per_task": 1, "retries": 0, "slurm_time_min": 1}
-        for name, least in counts.items():
-            if not getattr(self, name) >= least:
-                raise ValueError(f"BatchConfig.{name} must be >= {least}; got {getattr(self, name)!r}")
-        if not self.gpus_per_task >= 0:
-            raise ValueError(f"BatchConfig.gpus_per_task must be >= 0; got {self.gpus_per_task!r}")
+        least = {"workers": 1, "cpus_per_task": 1, "gpus_per_task": 0, "takes_per_task": 1, "retries": 0,
+                 "slurm_time_min": 1}  # fmt: skip
+        for name, low in least.items():
+            if not getattr(self, name) >= low:
+                raise ValueError(f"BatchConfig.{name} must be >= {low}; got {getattr(self, name)!r}")
 
 
 def _task_config(fit_config: dict) -> PipelineConfig:

@@ -191,9 +191,11 @@ def test_killed_worker_and_full_disk_are_recorded_and_retried(six_takes, tmp_pat
 
 @pytest.mark.parametrize(
     ("kw", "refused"),
-    [({"executor": "slurmm"}, "executor must be one of local, ray, slurm"), ({"workers": 0}, "workers"),
-     ({"takes_per_task": 0}, "takes_per_task"), ({"retries": -1}, "retries"),
-     ({"gpus_per_task": -0.5}, "gpus_per_task")],
+    [({"executor": "slurmm"}, "executor must be one of local, ray, slurm; got 'slurmm'"),
+     ({"workers": 0}, r"BatchConfig\.workers must be >= 1; got 0"),
+     ({"takes_per_task": 0}, r"BatchConfig\.takes_per_task must be >= 1; got 0"),
+     ({"retries": -1}, r"BatchConfig\.retries must be >= 0; got -1"),
+     ({"gpus_per_task": -0.5}, r"BatchConfig\.gpus_per_task must be >= 0; got -0\.5")],
 )  # fmt: skip
 def test_a_batch_config_that_cannot_run_is_refused_when_made(kw, refused):
     # before, only the executor was checked, and only once run_batch started

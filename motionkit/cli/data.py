@@ -183,8 +183,7 @@ def takes(root, split, as_json) -> None:
         click.echo(json.dumps(rows))
         return
     if not rows:
-        splits = sorted({str(t.split) for t in ds.takes()})
         raise click.ClickException(f"{ds.root}: no takes{f' in split {split!r}' if split else ''} "
-                                   f"(splits here: {', '.join(splits) or 'none'})")  # fmt: skip
+                                   f"(splits here: {', '.join(ds.split_names()) or 'none'})")  # fmt: skip
     for r in rows:
         click.echo(f"{r['take_uid']}  {r['take_name']:<28} {r['split']!s:<6} {r['frames']:>7} frames  {r['task']}")

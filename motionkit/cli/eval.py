@@ -156,7 +156,7 @@ def eval_cmd(
                 "against the same annotations is circular. Fit from an observation cache or the videos "
                 "(RF-DETR), or pass --allow-circular to score them anyway."
             )
-        splits = sorted({str(t.split) for t in EgoExoDataset(root).takes()})
+        splits = EgoExoDataset(root).split_names()
         raise click.ClickException(f"no fitted {split} takes with manual annotations in {fits_dir} "
                                    f"(splits of {root}: {', '.join(splits) or 'none'})")  # fmt: skip
     if report["circular_takes"] and not allow_circular:

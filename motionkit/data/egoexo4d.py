@@ -516,6 +516,11 @@ class EgoExoDataset:
         splits = self.splits
         return [TakeInfo(**{**t.__dict__, "split": splits.get(t.take_uid)}) for t in out]
 
+    def split_names(self) -> list[str]:
+        """The splits the takes belong to, sorted (``None`` for takes that no split names): what a user
+        who asked for a split that has no takes can choose from."""
+        return sorted({str(t.split) for t in self._takes})
+
     def takes(self, split: str | None = None) -> list[TakeInfo]:
         """All takes, or those of one split (``train`` / ``val`` / ``test``)."""
         return [t for t in self._takes if split is None or t.split == split]

@@ -101,11 +101,12 @@ def take_of_result(result: TakeResult, root: str | os.PathLike | None = None) ->
             raise DataError(root, "dataset folder not found")
         return EgoExoDataset(root).take(uid)
     recorded = result.attrs.get("dataset_root")
-    try:
-        if not recorded or not Path(recorded).is_dir():
-            raise DataError(recorded, "dataset folder not found")
-        return EgoExoDataset(recorded).take(uid)
-    except DataError as exc:
-        warnings.warn(f"{result.path or uid}: the dataset it was fitted from is not here ({exc}); going on "
-                      "without its videos and annotations", stacklevel=2)  # fmt: skip
-        return None
+    why = str(DataError(recorded, "dataset folder not found"))
+    if recorded and Path(recorded).is_dir():
+        try:
+            return EgoExoDataset(recorded).take(uid)
+        except DataError as exc:
+            why = str(exc)
+    warnings.warn(f"{result.path or uid}: the dataset it was fitted from is not here ({why}); going on without "
+                  "its videos and annotations", stacklevel=2)  # fmt: skip
+    return None

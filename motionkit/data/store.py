@@ -72,8 +72,8 @@ class TakeResult:
         except KeyError:
             raise MissingDataset(
                 self.path,
-                f"result of take {self.attrs.get('take_uid')} has no dataset {key!r} "
-                f"(stages: {', '.join(self.stages) or 'none'}; docs/result_file.md)",
+                f"{self.label} has no dataset {key!r} (stages: {', '.join(self.stages) or 'none'}; "
+                "docs/result_file.md)",
             ) from None
 
     def __contains__(self, key: str) -> bool:
@@ -106,8 +106,13 @@ class TakeResult:
         """Frame rate of the fit grid (attribute ``fps`` of group ``grid``, written by the ``load`` stage)."""
         fps = self.group_attrs.get("grid", {}).get("fps")
         if fps is None:
-            raise DataError(self.path, f"result of take {self.attrs.get('take_uid')} has no fit grid (no stage 'load')")
+            raise DataError(self.path, f"{self.label} has no fit grid (no stage 'load')")
         return float(fps)
+
+    @property
+    def label(self) -> str:
+        """How errors about this result name it: ``result of take <take_uid>`` (its file is the error's path)."""
+        return f"result of take {self.attrs.get('take_uid')}"
 
     @property
     def has_fit(self) -> bool:
@@ -120,8 +125,7 @@ class TakeResult:
         if self.has_fit:
             return
         why = f"; the run failed: {self.attrs.get('message')}" if self.attrs.get("status") == "failed" else ""
-        raise DataError(self.path, f"result of take {self.attrs.get('take_uid')} has no fit "
-                                   f"(stages: {', '.join(self.stages) or 'none'}{why})")  # fmt: skip
+        raise DataError(self.path, f"{self.label} has no fit (stages: {', '.join(self.stages) or 'none'}{why})")
 
 
 def _h5_attr(v: Any):
@@ -222,7 +226,7 @@ def check_fit_arrays(result: TakeResult) -> None:
     present = [k for k in names if k in result.arrays]
     if not present:
         return
-    where = f"result of take {result.attrs.get('take_uid')}"
+    where = result.label
     missing = [k for k in names if k not in result.arrays]
     if missing:
         raise DataError(result.path, f"{where}: incomplete fit, no {', '.join(missing)}")

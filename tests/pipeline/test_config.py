@@ -102,10 +102,11 @@ def test_a_negative_or_non_finite_number_is_refused_with_its_leaf(path, value):
         PipelineConfig.from_dict(nested)
 
 
-def test_every_default_passes_the_number_check():
-    # zeros are allowed (a rule turned off): the defaults hold some
+def test_zeros_and_the_defaults_pass_the_number_check():
+    # zero turns a rule off and is allowed, in a tuple too; the defaults come back through JSON unrefused
     zeroed = with_leaf(with_leaf(PipelineConfig(), "body_fit.w_floor", 0.0), "body_fit.w_3d", (0.1, 0.0))
     assert zeroed.body_fit.w_floor == 0.0 and zeroed.body_fit.w_3d == (0.1, 0.0)
+    assert PipelineConfig.from_dict(json.loads(json.dumps(zeroed.to_dict()))) == zeroed
 
 
 @pytest.mark.parametrize("path", ["body_fit.no_such_leaf", "no_such_option", "body_fit", "fps.x"])

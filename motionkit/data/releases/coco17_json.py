@@ -24,8 +24,6 @@ def read_file(path: Path) -> dict:
         raise DataError(
             path, f"a folder: coco17-json reads one prediction file, give its path (JSON files here: {found})"
         )
-    if not path.is_file():
-        raise DataError(path, "prediction file not found")
     data = read_json(path)
     if not isinstance(data, dict):
         raise DataError(path, "expected an object {take_uid: {take_name, body: {frame: 17 x 3}}}")
