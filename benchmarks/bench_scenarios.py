@@ -19,8 +19,10 @@ Prints two Markdown tables. ``DIR/<scenario>/`` keeps each dataset and its fits;
 there already is only scored again (``--refit`` fits again).
 
 Usage: ``python benchmarks/bench_scenarios.py DIR [--seed 31] [--takes 3] [--duration 20] [--scenarios a,b]
-[--set LEAF=VALUE ...]``; ``--set body_fit.w_bones=1`` measures an opt-in (a DIR of its own keeps the
-default's fits: a scenario fitted with another config is fitted again).
+[--set LEAF=VALUE ...] [--world KNOB=VALUE ...]``; ``--set body_fit.w_bones=1`` measures an opt-in, and
+``--world kp_noise_frac=0.005`` a world that differs from the preset (a ``SynthConfig`` knob: here a detector
+twice as precise). A DIR of its own keeps the default's fits: a scenario fitted with another config or
+written with other knobs is written and fitted again.
 """
 
 from __future__ import annotations
@@ -31,16 +33,18 @@ import os
 import platform
 import shutil
 import time
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
 
 
-def fit_synthetic(folder: Path, cfg, refit: bool = False, pipeline=None) -> dict:
+def fit_synthetic(folder: Path, cfg, refit: bool = False, pipeline=None, world: dict | None = None) -> dict:
     """Write the synthetic dataset of ``cfg`` (a ``SynthConfig``) to ``folder`` and fit every take on the
     CPU into ``folder/fits`` with ``pipeline`` (a ``PipelineConfig``; default: the defaults on the CPU);
-    returns (and keeps in ``folder/timing.json``, reused unless ``refit`` or another config) the fit's
-    wall time, the minutes of take and the number of takes. ``bench_presets.py`` fits with it too."""
+    returns (and keeps in ``folder/timing.json``, reused unless ``refit``, another config or other
+    ``world`` knobs, the ones ``cfg`` sets beyond its preset) the fit's wall time, the minutes of take and
+    the number of takes. ``bench_presets.py`` fits with it too."""
     from motionkit import kernels
     from motionkit.data.egoexo4d import EgoExoDataset
     from motionkit.pipeline import PipelineConfig, run_take
@@ -48,10 +52,12 @@ def fit_synthetic(folder: Path, cfg, refit: bool = False, pipeline=None) -> dict
 
     pipeline = pipeline or PipelineConfig(device="cpu")
     config = json.loads(json.dumps(pipeline.result_dict()))  # what the fits' reuse hash covers
+    world = world or {}
     timing = folder / "timing.json"
     if timing.is_file() and not refit:
         rec = json.loads(timing.read_text())
-        if rec.get("config", config) == config:  # records without a config are of the defaults
+        # records without a config are of the defaults, and those without world knobs of the preset's world
+        if rec.get("config", config) == config and rec.get("world", {}) == world:
             return rec
     uids = write_synthetic_dataset(folder, cfg)
     shutil.rmtree(folder / "fits", ignore_errors=True)  # results of the same config would be reused, not timed
@@ -60,7 +66,8 @@ def fit_synthetic(folder: Path, cfg, refit: bool = False, pipeline=None) -> dict
     for uid in uids:
         run_take(folder, uid, folder / "fits", pipeline, progress=False, plot=False)
     minutes = sum(t.duration_s for t in EgoExoDataset(folder).takes()) / 60.0
-    rec = {"fit_wall_s": time.perf_counter() - t0, "take_minutes": minutes, "takes": len(uids), "config": config}
+    rec = {"fit_wall_s": time.perf_counter() - t0, "take_minutes": minutes, "takes": len(uids), "config": config,
+           "world": world}  # fmt: skip
     timing.write_text(json.dumps(rec))
     return rec
 
@@ -68,8 +75,34 @@ def fit_synthetic(folder: Path, cfg, refit: bool = False, pipeline=None) -> dict
 def fit_scenario(folder: Path, name: str, args) -> dict:
     from motionkit.synthetic.writer import SynthConfig
 
-    cfg = SynthConfig(takes=args.takes, seed=args.seed, duration=args.duration, preset=args.preset, scenario=name)
-    return fit_synthetic(folder, cfg, args.refit, pipeline_config(args.set))
+    world = world_knobs(args.world)
+    try:
+        cfg = SynthConfig(takes=args.takes, seed=args.seed, duration=args.duration, preset=args.preset,
+                          scenario=name, **world)  # fmt: skip
+    except ValueError as exc:
+        raise SystemExit(f"--world: {exc}") from None
+    return fit_synthetic(folder, cfg, args.refit, pipeline_config(args.set), world)
+
+
+def world_knobs(settings: list[str]) -> dict:
+    """``{knob: value}`` from ``KNOB=VALUE`` items (the value read as JSON): the ``SynthConfig`` knobs that
+    the world of the scenarios takes beyond its preset, ``["kp_noise_frac=0.005"]``. A ``SystemExit``
+    names an item that is not of that form or a knob that is not one of the world's."""
+    from motionkit.synthetic.writer import SynthConfig
+
+    fixed = {"takes", "seed", "duration", "preset", "scenario"}  # the script's own options
+    knobs = {f.name for f in fields(SynthConfig)} - fixed
+    out = {}
+    for item in settings:
+        name, sep, text = item.partition("=")
+        if not sep or name not in knobs:
+            raise SystemExit(f"--world {item!r}: expected KNOB=VALUE with a knob of the synthetic world "
+                             f"(motionkit.synthetic.writer.SynthConfig), e.g. kp_noise_frac=0.005")  # fmt: skip
+        try:
+            out[name] = json.loads(text)
+        except json.JSONDecodeError:
+            raise SystemExit(f"--world {item!r}: the value is not a number or JSON") from None
+    return out
 
 
 def pipeline_config(settings: list[str]):
@@ -133,6 +166,13 @@ def main() -> None:
         metavar="LEAF=VALUE",
         help="Fit with this config leaf set (repeatable), e.g. body_fit.w_bones=1.",
     )
+    ap.add_argument(
+        "--world",
+        action="append",
+        default=[],
+        metavar="KNOB=VALUE",
+        help="Write the scenarios with this synthetic-world knob set (repeatable), e.g. kp_noise_frac=0.005.",
+    )
     args = ap.parse_args()
     os.environ.setdefault("MOTIONKIT_HOME", str(args.dir / "home"))
     rows = []
@@ -141,7 +181,8 @@ def main() -> None:
         t = fit_scenario(folder, name, args)
         s = score_scenario(folder)
         rows.append((name, t, s))
-    print(f"# scenarios ({args.preset}, seed {args.seed}, {args.takes} x {args.duration:g} s; "
+    changed = "".join(f"; {item}" for item in [*args.set, *args.world])  # the opt-ins and world knobs measured
+    print(f"# scenarios ({args.preset}, seed {args.seed}, {args.takes} x {args.duration:g} s{changed}; "
           f"{platform.machine()}, {os.cpu_count()} cores, CPU)")  # fmt: skip
     print("| scenario | PA-MPJPE unc / cor | fit vs truth | coverage (video) | false trust | missed failures | "
           "coverage fittable | valid < 2 fittable, > 100 mm | joint false trust | joint missed | "

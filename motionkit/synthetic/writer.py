@@ -73,6 +73,24 @@ T_CPF_RGB = make_transform(np.diag([-1.0, -1.0, 1.0]), np.array([0.056, 0.007121
 ARIA_STREAMS = ("214-1", "1201-1", "1201-2", "211-1")
 
 
+# the numeric knobs of ``SynthConfig`` and their closed ranges: numbers of things at least 0 (cameras 1),
+# noise and error scales non-negative, rates (per joint, detection or camera-frame) and shares at most 1,
+# the detector noise's lag-1 correlation below 1 (1 would be a constant error with no variance left)
+_RATES = ("outlier_rate", "swap_rate", "limb_swap_rate", "miss_rate", "false_positive_rate")
+_SCALES = ("kp_noise_px", "kp_noise_frac", "conf_error_coupling", "annotation_noise_m", "calib_rot_deg",
+           "calib_trans_m", "calib_focal_frac", "aria_jitter_m", "aria_drift_m", "bystander_min_dist_m",
+           "companion_near_m")  # fmt: skip
+KNOB_RANGES: dict[str, tuple[float, float]] = {
+    "bystanders": (0, np.inf),
+    "cameras": (1, np.inf),
+    "swap_mean_frames": (1, np.inf),
+    "kp_noise_ar1": (0, 0.999),
+    "video_scale": (0.05, 1),  # as `motionkit synth --video-scale`
+    **{k: (0, 1) for k in _RATES},
+    **{k: (0, np.inf) for k in _SCALES},
+}
+
+
 @dataclass
 class SynthConfig:
     """Options of ``motionkit synth``. ``preset`` (``clean`` | ``realistic`` | ``hard``, see
@@ -142,6 +160,10 @@ class SynthConfig:
                 setattr(self, k, v)
         if self.kp_noise_frac is None and not self.kp_noise_px:
             raise ValueError("set kp_noise_px or kp_noise_frac")
+        for name, (low, high) in KNOB_RANGES.items():  # a sign typo would draw a world no preset describes
+            value = getattr(self, name)
+            if value is not None and not (low <= value <= high):
+                raise ValueError(f"synthetic world knob {name} must lie in [{low}, {high}], got {value}")
 
     def detector_noise(self) -> DetectorNoise:
         """The detector knobs of this config (same names, but ``kp_noise_ar1`` -> ``ar1``)."""

@@ -13,6 +13,8 @@ from motionkit.conventions import COCO17_FLIP
 from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.data.observations import read_observations
 from motionkit.eval.synthetic_report import take_difficulty
+from motionkit.synthetic.presets import PRESET_NAMES
+from motionkit.synthetic.scenarios import SCENARIO_NAMES
 from motionkit.synthetic.scene import OBS_CLEAN, OBS_MISSED, OBS_SWAPPED
 from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 from tests.helpers import tree_digest
@@ -104,3 +106,21 @@ def test_a_config_no_take_can_be_drawn_from_is_refused(kw):
     # before: a negative seed got as far as numpy's generator ("expected non-negative integer")
     with pytest.raises(ValueError, match="synthetic takes need takes >= 1, seed >= 0, duration > 0"):
         SynthConfig(**kw)
+
+
+@pytest.mark.parametrize(
+    ("knob", "value", "bounds"),
+    [("kp_noise_frac", -0.01, "[0, inf]"), ("outlier_rate", 1.5, "[0, 1]"), ("kp_noise_ar1", 1.0, "[0, 0.999]"),
+     ("calib_trans_m", float("nan"), "[0, inf]"), ("cameras", 0, "[1, inf]")],
+)  # fmt: skip
+def test_a_world_knob_out_of_its_range_is_refused(knob, value, bounds):
+    # before: a negative kp_noise_frac drew noise of its absolute size and every take fitted nothing
+    with pytest.raises(ValueError) as err:
+        SynthConfig(**{knob: value})
+    assert str(err.value) == f"synthetic world knob {knob} must lie in {bounds}, got {value}"
+
+
+def test_every_preset_and_scenario_passes_the_knob_ranges():
+    for preset in PRESET_NAMES:
+        for name in SCENARIO_NAMES:
+            SynthConfig(preset=preset, scenario=name)  # the ranges are checked when a config is made
