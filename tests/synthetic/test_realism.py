@@ -114,7 +114,7 @@ def test_a_config_no_take_can_be_drawn_from_is_refused(kw):
      ("calib_trans_m", float("nan"), "[0, inf]"), ("cameras", 0, "[1, inf]")],
 )  # fmt: skip
 def test_a_world_knob_out_of_its_range_is_refused(knob, value, bounds):
-    # before: a negative kp_noise_frac drew noise of its absolute size and every take fitted nothing
+    # before: a negative kp_noise_frac drew noise of its absolute size (-1: takes of which nothing fitted)
     with pytest.raises(ValueError) as err:
         SynthConfig(**{knob: value})
     assert str(err.value) == f"synthetic world knob {knob} must lie in {bounds}, got {value}"
