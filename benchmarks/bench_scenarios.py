@@ -84,41 +84,44 @@ def fit_scenario(folder: Path, name: str, args) -> dict:
     return fit_synthetic(folder, cfg, args.refit, pipeline_config(args.set), world)
 
 
+def name_value(item: str, option: str, example: str) -> tuple[str, object]:
+    """``(name, value)`` of an ``option`` item ``NAME=VALUE``, the value read as JSON where it parses, else
+    as text (``motions=basic``); a ``SystemExit`` for an item without ``=``, showing ``example``."""
+    name, sep, text = item.partition("=")
+    if not sep:
+        raise SystemExit(f"{option} {item!r}: expected {example}")
+    try:
+        return name, json.loads(text)
+    except json.JSONDecodeError:
+        return name, text
+
+
 def world_knobs(settings: list[str]) -> dict:
-    """``{knob: value}`` from ``KNOB=VALUE`` items (the value read as JSON): the ``SynthConfig`` knobs that
-    the world of the scenarios takes beyond its preset, ``["kp_noise_frac=0.005"]``. A ``SystemExit``
-    names an item that is not of that form or a knob that is not one of the world's."""
+    """``{knob: value}`` from ``KNOB=VALUE`` items (``name_value``): the ``SynthConfig`` knobs that the
+    world of the scenarios takes beyond its preset, ``["kp_noise_frac=0.005"]``. A ``SystemExit`` names an
+    item that is not of that form or a knob that is not one of the world's."""
     from motionkit.synthetic.writer import SynthConfig
 
     fixed = {"takes", "seed", "duration", "preset", "scenario"}  # the script's own options
     knobs = {f.name for f in fields(SynthConfig)} - fixed
     out = {}
     for item in settings:
-        name, sep, text = item.partition("=")
-        if not sep or name not in knobs:
-            raise SystemExit(f"--world {item!r}: expected KNOB=VALUE with a knob of the synthetic world "
-                             f"(motionkit.synthetic.writer.SynthConfig), e.g. kp_noise_frac=0.005")  # fmt: skip
-        try:
-            out[name] = json.loads(text)
-        except json.JSONDecodeError:
-            raise SystemExit(f"--world {item!r}: the value is not a number or JSON") from None
+        name, value = name_value(item, "--world", "KNOB=VALUE, e.g. kp_noise_frac=0.005")
+        if name not in knobs:
+            raise SystemExit(f"--world {item!r}: {name!r} is not a knob of the synthetic world "
+                             "(motionkit.synthetic.writer.SynthConfig)")  # fmt: skip
+        out[name] = value
     return out
 
 
 def pipeline_config(settings: list[str]):
-    """The CPU fit's ``PipelineConfig`` with each ``LEAF=VALUE`` of ``settings`` set (the value read as
-    JSON where it parses, else as text): ``["body_fit.w_bones=1", "trust.limb_trust_views=3"]``."""
+    """The CPU fit's ``PipelineConfig`` with each ``LEAF=VALUE`` of ``settings`` set (``name_value``):
+    ``["body_fit.w_bones=1", "trust.limb_trust_views=3"]``."""
     from motionkit.pipeline.config import PipelineConfig, config_leaves, with_leaf
 
     cfg = PipelineConfig(device="cpu")
     for item in settings:
-        path, sep, text = item.partition("=")
-        if not sep:
-            raise SystemExit(f"--set {item!r}: expected LEAF=VALUE, e.g. body_fit.w_bones=1")
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError:
-            value = text
+        path, value = name_value(item, "--set", "LEAF=VALUE, e.g. body_fit.w_bones=1")
         default = config_leaves(cfg).get(path)
         if isinstance(default, float) and type(value) is int:
             value = float(value)  # as the CLI's option gives it: the same config hash

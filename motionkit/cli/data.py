@@ -13,7 +13,7 @@ from motionkit.data.egoexo4d import EgoExoDataset
 from motionkit.eval.synthetic_report import dataset_difficulty, format_difficulty
 from motionkit.synthetic.demo import ensure_demo_dataset
 from motionkit.synthetic.scenarios import SCENARIO_NAMES
-from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
+from motionkit.synthetic.writer import KNOB_RANGES, SynthConfig, write_synthetic_dataset
 
 
 @click.command()
@@ -63,13 +63,13 @@ from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
 @click.option(
     "--bystanders",
     default=None,
-    type=click.IntRange(min=0),
+    type=click.IntRange(min=KNOB_RANGES["bystanders"][0]),
     help="People besides the wearer [scenario, else preset: 2, hard 3].",
 )
 @click.option(
     "--cameras",
     default=None,
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=KNOB_RANGES["cameras"][0]),
     help="Static exo GoPros [scenario, else preset: 4, hard 3].",
 )
 @click.option("--vertical-camera", is_flag=True, help="Mount one camera in portrait (2160x3840).")
@@ -99,7 +99,7 @@ from motionkit.synthetic.writer import SynthConfig, write_synthetic_dataset
     "--video-scale",
     default=0.25,
     show_default=True,
-    type=click.FloatRange(min=0.05, max=1.0),
+    type=click.FloatRange(*KNOB_RANGES["video_scale"]),
     help="Size of the full videos relative to the calibration resolution (1.0 = 4K, as the release).",
 )
 @click.option(

@@ -73,9 +73,10 @@ T_CPF_RGB = make_transform(np.diag([-1.0, -1.0, 1.0]), np.array([0.056, 0.007121
 ARIA_STREAMS = ("214-1", "1201-1", "1201-2", "211-1")
 
 
-# the numeric knobs of ``SynthConfig`` and their closed ranges: numbers of things at least 0 (cameras 1),
-# noise and error scales non-negative, rates (per joint, detection or camera-frame) and shares at most 1,
-# the detector noise's lag-1 correlation below 1 (1 would be a constant error with no variance left)
+# the numeric knobs of ``SynthConfig`` and their closed ranges (``motionkit synth``'s options take theirs
+# from here): numbers of things at least 0 (cameras 1), noise and error scales non-negative, rates (per
+# joint, detection or camera-frame) at most 1, the detector noise's lag-1 correlation below 1 (1 would be
+# a constant error with no variance left)
 _RATES = ("outlier_rate", "swap_rate", "limb_swap_rate", "miss_rate", "false_positive_rate")
 _SCALES = ("kp_noise_px", "kp_noise_frac", "conf_error_coupling", "annotation_noise_m", "calib_rot_deg",
            "calib_trans_m", "calib_focal_frac", "aria_jitter_m", "aria_drift_m", "bystander_min_dist_m",
@@ -85,7 +86,7 @@ KNOB_RANGES: dict[str, tuple[float, float]] = {
     "cameras": (1, np.inf),
     "swap_mean_frames": (1, np.inf),
     "kp_noise_ar1": (0, 0.999),
-    "video_scale": (0.05, 1),  # as `motionkit synth --video-scale`
+    "video_scale": (0.05, 1),
     **{k: (0, 1) for k in _RATES},
     **{k: (0, np.inf) for k in _SCALES},
 }
